@@ -28,6 +28,9 @@ class BaseFakeQuantize(nn.Module):
             observer's.
     """
 
+    #: Tracers keep this module as one ``call_module`` node.
+    is_fx_leaf = True
+
     def __init__(self,
                  observer: Union[dict, nn.Module],
                  qscheme: Optional[Union[QSchema, dict]] = None) -> None:
@@ -97,6 +100,13 @@ class BaseFakeQuantize(nn.Module):
         return bool(self.initialized[0])
 
     # -- qparams --------------------------------------------------------
+    def init_qparams_shape(self, num_channels: int) -> None:
+        """Size per-channel qparams (buffers or parameters) for
+        ``num_channels`` channels before training starts, so the optimizer
+        and checkpoints see their final shape. A no-op per-tensor.
+        """
+        raise NotImplementedError
+
     def calculate_qparams(self) -> Tuple[Tensor, Tensor]:
         """qparams from the observer's statistics."""
         return self.observer.calculate_qparams()

@@ -34,6 +34,8 @@ class BaseObserver(nn.Module):
     """
     #: Whether this observer computes one scale per channel.
     per_channel: ClassVar[bool] = False
+    #: Tracers keep this module as one ``call_module`` node.
+    is_fx_leaf = True
 
     def __init__(self, qscheme: Optional[QSchema] = None) -> None:
         super().__init__()
