@@ -1,1 +1,3 @@
+from .mm_architecture import MMArchitectureQuant, MMArchitectureQuantDDP
 
+__all__ = ['MMArchitectureQuant', 'MMArchitectureQuantDDP']

@@ -1,1 +1,13 @@
+from .academic_quantizer import AcademicQuantizer
+from .base import BaseQuantizer
+from .native_quantizer import TorchNativeQuantizer
+from .openvino_quantizer import OpenVINOQuantizer
+from .op_kinds import OpKind, classify_node
+from .rules import InputSelector, QuantRules
+from .tensorrt_quantizer import TensorRTQuantizer
 
+__all__ = [
+    'BaseQuantizer', 'TorchNativeQuantizer', 'OpenVINOQuantizer',
+    'TensorRTQuantizer', 'AcademicQuantizer', 'QuantRules', 'InputSelector',
+    'OpKind', 'classify_node'
+]

@@ -1,0 +1,160 @@
+"""MMArchitectureQuant: an mmengine model whose forward modes are quantized."""
+from typing import Dict, List, Optional, Sequence, Union
+
+import torch
+from mmengine.model import BaseModel, MMDistributedDataParallel
+from mmengine.runner import load_checkpoint
+from mmengine.structures import BaseDataElement
+from torch import fx, nn
+
+from mmrazor_quant.registry import MODEL_WRAPPERS, MODELS
+from ..quantizers.base import BaseQuantizer, build_graph_module
+
+__all__ = ['MMArchitectureQuant', 'MMArchitectureQuantDDP']
+
+ForwardResults = Union[Dict[str, torch.Tensor], List[BaseDataElement],
+                       torch.Tensor]
+_MODES = ('tensor', 'predict', 'loss')
+
+
+@MODELS.register_module()
+class MMArchitectureQuant(BaseModel):
+    """Wrap a float mmengine model and quantize its forward modes.
+
+    Building it loads ``float_checkpoint`` into the architecture, then the
+    quantizer traces ``forward_modes`` symbolically (no example input, so no
+    shape is assumed), fuses Conv+BN into QAT modules and inserts fake
+    quants. This happens in the constructor, not in a later hook, because
+    mmengine's Runner wraps the model in DDP, builds the optimizer and loads
+    checkpoints right after building it: the fake quants' parameters and
+    buffers must exist by then. Nothing runs on data here; calibration is
+    :meth:`calibrate_step`, driven by the loops.
+
+    The graphs of all modes call the very same modules, so qparams never
+    need copying between them. Only ``architecture`` is a registered child:
+    the state dict holds each tensor once.
+
+    Args:
+        architecture (dict | BaseModel): The float model or its config
+            (e.g. an mmcls ``ImageClassifier``).
+        quantizer (dict | BaseQuantizer): The backend quantizer or config.
+        data_preprocessor (dict | nn.Module, optional): Defaults to the
+            architecture's own ``data_preprocessor``.
+        forward_modes (Sequence[str]): Modes to trace. Defaults to
+            ``('tensor', 'predict', 'loss')``.
+        float_checkpoint (str, optional): Float weights to load before
+            quantizing. Defaults to None.
+        init_cfg (dict, optional): Defaults to None.
+
+    Raises:
+        ValueError: If a forward mode is unknown.
+
+    Example:
+        >>> model = MODELS.build(dict(
+        ...     type='mmrazor_quant.MMArchitectureQuant',
+        ...     architecture=cfg.model,
+        ...     quantizer=dict(type='mmrazor_quant.OpenVINOQuantizer',
+        ...                    global_qconfig=global_qconfig)))
+        >>> model.calibrate_step(data_batch)   # observers record ranges
+        >>> logits = model(inputs, mode='tensor')
+    """
+
+    def __init__(self,
+                 architecture: Union[dict, BaseModel],
+                 quantizer: Union[dict, BaseQuantizer],
+                 data_preprocessor: Optional[Union[dict, nn.Module]] = None,
+                 forward_modes: Sequence[str] = _MODES,
+                 float_checkpoint: Optional[str] = None,
+                 init_cfg: Optional[dict] = None) -> None:
+        unknown = [m for m in forward_modes if m not in _MODES]
+        if unknown or not forward_modes:
+            raise ValueError(f'forward_modes must be a non-empty subset of '
+                             f'{_MODES}, got {tuple(forward_modes)}')
+        if isinstance(architecture, dict):
+            architecture = MODELS.build(architecture)
+        if data_preprocessor is None:
+            data_preprocessor = getattr(architecture, 'data_preprocessor',
+                                        None)
+        super().__init__(
+            data_preprocessor=data_preprocessor, init_cfg=init_cfg)
+        self.architecture = architecture
+        if float_checkpoint:
+            from mmrazor_quant.utils.checkpoint import allow_mmengine_globals
+            allow_mmengine_globals()
+            load_checkpoint(
+                self.architecture, float_checkpoint, map_location='cpu')
+        self.forward_modes = tuple(forward_modes)
+        self.quantizer = MODELS.build(quantizer) if isinstance(
+            quantizer, dict) else quantizer
+        qmodels = self.quantizer.prepare(self.architecture,
+                                         self.forward_modes)
+        # Kept out of the module tree on purpose: they reference the
+        # architecture's own submodules (see the class docstring).
+        self._graphs = {mode: gm.graph for mode, gm in qmodels.items()}
+        self._qmodels: Dict[str, fx.GraphModule] = qmodels
+
+    @property
+    def qmodels(self) -> Dict[str, fx.GraphModule]:
+        """The quantized GraphModule of each forward mode."""
+        return self._qmodels
+
+    def _apply(self, fn, *args, **kwargs):
+        # GraphModules hold their own containers; rebuild them so buffers
+        # moved by `.to()`/`.cuda()` are the ones they call.
+        out = super()._apply(fn, *args, **kwargs)
+        if hasattr(self, '_graphs'):
+            self._qmodels = {
+                mode: build_graph_module(self.architecture, graph, mode)
+                for mode, graph in self._graphs.items()
+            }
+        return out
+
+    def forward(self,
+                inputs: torch.Tensor,
+                data_samples: Optional[list] = None,
+                mode: str = 'tensor') -> ForwardResults:
+        """Run the quantized graph of ``mode``.
+
+        Raises:
+            ValueError: If ``mode`` was not traced.
+        """
+        if mode not in self._qmodels:
+            raise ValueError(f'forward mode {mode!r} was not traced; '
+                             f'forward_modes={self.forward_modes}')
+        return self._qmodels[mode](inputs, data_samples)
+
+    def calibrate_step(self, data: Union[dict, tuple, list]) -> torch.Tensor:
+        """One calibration forward (``tensor`` mode) on a data batch."""
+        data = self.data_preprocessor(data, False)
+        return self._run_forward(data, mode='tensor')
+
+    def get_deploy_model(self) -> fx.GraphModule:
+        """A copy for export: BN folded into float weights, every fake quant
+        replaced by fixed qparams (see :mod:`mmrazor_quant.deploy`)."""
+        from mmrazor_quant.deploy.deploy_model import build_deploy_model
+        return build_deploy_model(self)
+
+
+@MODEL_WRAPPERS.register_module()
+class MMArchitectureQuantDDP(MMDistributedDataParallel):
+    """DDP wrapper of :class:`MMArchitectureQuant`.
+
+    Nothing is re-traced: the wrapped model's graphs share its modules, so
+    moving it to the device is enough. Adds :meth:`calibrate_step`.
+    """
+
+    def __init__(self,
+                 module: MMArchitectureQuant,
+                 detect_anomalous_params: bool = False,
+                 **kwargs) -> None:
+        if not torch.cuda.is_available():
+            # gloo on CPU: DDP must not be given a CUDA device.
+            kwargs.pop('device_ids', None)
+            kwargs.pop('output_device', None)
+        super().__init__(
+            module=module,
+            detect_anomalous_params=detect_anomalous_params,
+            **kwargs)
+
+    def calibrate_step(self, data: Union[dict, tuple, list]) -> torch.Tensor:
+        return self.module.calibrate_step(data)

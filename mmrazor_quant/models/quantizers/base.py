@@ -1,0 +1,142 @@
+"""The base of every backend quantizer."""
+from typing import ClassVar, Dict, Optional, Sequence, Tuple, Union
+
+from mmengine.model import BaseModule
+from torch import fx, nn
+
+from mmrazor_quant.registry import TASK_UTILS
+from mmrazor_quant.structures.quantization import QConfigHandler, QSchema
+from .rules import QuantRules
+
+__all__ = ['BaseQuantizer']
+
+DEFAULT_TRACER = dict(type='mmrazor_quant.CustomTracer')
+
+
+class BaseQuantizer(BaseModule):
+    """Prepare a float model for quantization the way one backend runs it.
+
+    ``prepare`` traces the model once per forward mode, fuses Conv+BN(+ReLU)
+    and Linear+BN into QAT modules whose (BN-folded) weights are
+    fake-quantized, inserts activation fake quants where :attr:`rules` say
+    the backend quantizes, and removes redundant ones. All modes share the
+    same modules (contract 3 of DESIGN.md).
+
+    Subclasses set :attr:`rules` and may restrict the schemes they accept in
+    :meth:`check_qschemes`.
+
+    Args:
+        global_qconfig (dict): MMRazor's ``global_qconfig`` (six keys).
+        tracer (dict): Config of the tracer. Defaults to
+            ``dict(type='mmrazor_quant.CustomTracer')``.
+        init_cfg (dict, optional): mmengine init config. Defaults to None.
+
+    Raises:
+        KeyError, ValueError, TypeError: If ``global_qconfig`` is invalid or
+            names a scheme the backend cannot execute.
+    """
+    #: Where this backend quantizes activations.
+    rules: ClassVar[QuantRules] = QuantRules()
+    #: Name of the backend, used by deploy to pick an exporter.
+    backend: ClassVar[str] = 'base'
+
+    def __init__(self,
+                 global_qconfig: Union[dict, QConfigHandler],
+                 tracer: Optional[dict] = None,
+                 init_cfg: Optional[dict] = None) -> None:
+        super().__init__(init_cfg)
+        self.qconfig = QConfigHandler(global_qconfig)
+        self.check_qschemes(self.qconfig.w_qscheme, self.qconfig.a_qscheme)
+        tracer = dict(DEFAULT_TRACER) if tracer is None else tracer
+        self.tracer = TASK_UTILS.build(tracer) if isinstance(tracer,
+                                                             dict) else tracer
+
+    # -- backend constraints ---------------------------------------------
+    def check_qschemes(self, w_qscheme: QSchema, a_qscheme: QSchema) -> None:
+        """Raise ValueError if the backend cannot execute these schemes."""
+
+    def _require(self, ok: bool, key: str, what: str) -> None:
+        if not ok:
+            raise ValueError(f'{type(self).__name__}: global_qconfig.{key} '
+                             f'must be {what} (what {self.backend} executes)')
+
+    # -- per-layer qconfig ----------------------------------------------
+    def qconfig_for(self, module_name: Optional[str],
+                    module: Optional[nn.Module]
+                    ) -> Tuple[Optional[QConfigHandler], str]:
+        """The qconfig of a layer and a tag naming where it came from
+        (``'global'`` or the per-layer rule); ``None`` keeps it float."""
+        return self.qconfig, 'global'
+
+    def _weight_fake_quant(self, name: str, module: nn.Module) -> nn.Module:
+        qconfig, _ = self.qconfig_for(name, module)
+        fake_quant = (qconfig or self.qconfig).build_weight_fake_quant()
+        fake_quant.name = f'{name} (weight)'
+        return fake_quant
+
+    def _keep_float(self, name: str) -> bool:
+        modules = self._modules_cache
+        qconfig, _ = self.qconfig_for(name, modules.get(name))
+        return qconfig is None
+
+    def _activation_fake_quant(self, key: str, consumer: Optional[fx.Node],
+                               consumer_name: Optional[str]):
+        module = self._modules_cache.get(consumer_name) \
+            if consumer_name else None
+        qconfig, tag = self.qconfig_for(consumer_name, module)
+        if qconfig is None:
+            return None
+        return qconfig.build_activation_fake_quant(), tag
+
+    # -- the pipeline ----------------------------------------------------
+    def trace(self, model: nn.Module,
+              forward_modes: Sequence[str]) -> Dict[str, fx.Graph]:
+        """Trace ``model`` once per forward mode."""
+        return {
+            mode: self.tracer.trace_mode(model, mode).graph
+            for mode in forward_modes
+        }
+
+    def prepare(self, model: nn.Module,
+                forward_modes: Sequence[str] = ('tensor', )
+                ) -> Dict[str, fx.GraphModule]:
+        """Quantize ``model`` in place and return one GraphModule per mode.
+
+        Args:
+            model (nn.Module): The float model (e.g. an mmcls
+                ``ImageClassifier``); its submodules are replaced in place
+                by QAT modules and it gains ``act_fake_quants``.
+            forward_modes (Sequence[str]): Modes to trace. Defaults to
+                ``('tensor',)``.
+
+        Returns:
+            dict[str, fx.GraphModule]: Graph modules sharing ``model``'s
+            submodules.
+        """
+        from .passes.fuse import fuse_conv_bn
+        from .passes.insert_fake_quants import insert_activation_fake_quants
+        from .passes.remove_redundant import remove_redundant_fake_quants
+        from .passes.swap_qat_modules import swap_qat_modules
+
+        graphs = self.trace(model, forward_modes)
+        self._modules_cache = dict(model.named_modules())
+        fuse_conv_bn(model, graphs, self._weight_fake_quant)
+        self._modules_cache = dict(model.named_modules())
+        swap_qat_modules(
+            model, graphs, self._weight_fake_quant, skip=self._keep_float)
+        self._modules_cache = dict(model.named_modules())
+        insert_activation_fake_quants(model, graphs, self.rules,
+                                      self._activation_fake_quant)
+        remove_redundant_fake_quants(model, graphs, self.rules)
+        del self._modules_cache
+        return {
+            mode: build_graph_module(model, graph, mode)
+            for mode, graph in graphs.items()
+        }
+
+
+def build_graph_module(root: nn.Module, graph: fx.Graph,
+                       mode: str) -> fx.GraphModule:
+    """A GraphModule over ``root`` that shares its submodules."""
+    name = f'{type(root).__name__}_{mode}'
+    return fx.GraphModule(root, graph, class_name=name)

@@ -1,0 +1,43 @@
+"""Quantizer for torch's native quantized engine (x86 / fbgemm / qnnpack)."""
+from mmrazor_quant.registry import MODELS
+from mmrazor_quant.structures.quantization import QSchema
+from .base import BaseQuantizer
+from .op_kinds import OpKind
+from .rules import QuantRules
+
+__all__ = ['TorchNativeQuantizer']
+
+
+@MODELS.register_module('NativeQuantizer')
+@MODELS.register_module()
+class TorchNativeQuantizer(BaseQuantizer):
+    """Quantize as torch's native quantized kernels execute a model.
+
+    Quantized tensors flow from op to op, so fake quants sit on **outputs**:
+
+    * the model's image input;
+    * the outputs of conv, linear, add, mul, matmul and concat, placed after
+      a following ReLU/ReLU6/clamp that the kernels fuse (``conv+relu``,
+      ``add+relu``);
+    * average pooling re-quantizes with its input's qparams (the quantized
+      kernel keeps them), max pooling, ReLU and reshapes keep the grid.
+
+    Schemes it executes: weights signed (``qint8``), per-channel or
+    per-tensor; activations unsigned (``quint8``); at most 8 bit; rounding
+    half to even.
+    """
+    backend = 'native'
+    rules = QuantRules(
+        quantized_outputs=frozenset({
+            OpKind.CONV, OpKind.LINEAR, OpKind.ADD, OpKind.MUL, OpKind.CAT,
+            OpKind.MATMUL
+        }),
+        fold_activations=True,
+        share_input_qparams=frozenset({OpKind.AVGPOOL}),
+        quantize_model_input=True)
+
+    def check_qschemes(self, w_qscheme: QSchema, a_qscheme: QSchema) -> None:
+        self._require(w_qscheme.is_signed, 'w_qscheme.qdtype', "'qint8'")
+        self._require(not a_qscheme.is_signed, 'a_qscheme.qdtype', "'quint8'")
+        self._require(w_qscheme.bit <= 8, 'w_qscheme.bit', '<= 8')
+        self._require(a_qscheme.bit <= 8, 'a_qscheme.bit', '<= 8')

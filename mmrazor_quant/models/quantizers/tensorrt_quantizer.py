@@ -1,0 +1,45 @@
+"""Quantizer for TensorRT's explicit (Q/DQ) int8 mode."""
+from mmrazor_quant.registry import MODELS
+from mmrazor_quant.structures.quantization import QSchema
+from .base import BaseQuantizer
+from .op_kinds import OpKind
+from .rules import InputSelector, QuantRules
+
+__all__ = ['TensorRTQuantizer']
+
+
+@MODELS.register_module()
+class TensorRTQuantizer(BaseQuantizer):
+    """Quantize as TensorRT executes an explicitly quantized network.
+
+    TensorRT fuses a Q/DQ pair into the op that consumes it, so fake quants
+    sit on **inputs**:
+
+    * the data input of conv and linear, and both inputs of matmul;
+    * the input of max and average pooling (TensorRT runs them in int8);
+    * of a residual add, only the input that does not come straight from a
+      conv: TensorRT fuses conv + add (+ ReLU) and needs the other branch in
+      int8;
+    * ReLU and reshapes keep the grid; a fake quant that would re-quantize
+      a max-pooled tensor is removed as redundant.
+
+    Schemes it executes: signed symmetric int8 for weights (per-channel) and
+    activations (per-tensor), zero-point 0, scale ``amax / 127`` with
+    ``is_symmetric_range=True``; rounding half to even.
+    """
+    backend = 'tensorrt'
+    rules = QuantRules(
+        quantized_inputs={
+            OpKind.CONV: InputSelector.FIRST,
+            OpKind.LINEAR: InputSelector.FIRST,
+            OpKind.MATMUL: InputSelector.ALL,
+            OpKind.ADD: InputSelector.RESIDUAL,
+            OpKind.AVGPOOL: InputSelector.FIRST,
+            OpKind.MAXPOOL: InputSelector.FIRST,
+        })
+
+    def check_qschemes(self, w_qscheme: QSchema, a_qscheme: QSchema) -> None:
+        for key, qs in (('w_qscheme', w_qscheme), ('a_qscheme', a_qscheme)):
+            self._require(qs.is_signed and qs.is_symmetry and qs.bit == 8,
+                          key, "8-bit signed symmetric (qdtype='qint8', "
+                          'bit=8, is_symmetry=True)')
