@@ -22,19 +22,35 @@ class BaseFakeQuantize(nn.Module):
       for learnable fake quants);
     * ``initialized`` - ``uint8`` flag, 1 once qparams came from data.
 
+    Per-tensor qparams are 0-d tensors; per-channel ones are 1-d along
+    ``qscheme.ch_axis``, empty until the first calibration batch,
+    :meth:`init_qparams_shape` or a loaded checkpoint sizes them.
+
+    Subclasses register the tensors named in ``_qparam_names`` and implement
+    ``forward``.
+
     Args:
-        observer (dict | BaseObserver): The observer, or its config.
+        observer (dict | BaseObserver, optional): The observer, or its
+            config. Only fixed (deploy-time) fake quants may omit it.
         qscheme (QSchema | dict, optional): The scheme; defaults to the
             observer's.
+
+    Raises:
+        ValueError: If neither an observer nor a qscheme is given.
     """
 
     #: Tracers keep this module as one ``call_module`` node.
     is_fx_leaf = True
+    #: The qparam tensors, sized per channel and resized on load.
+    _qparam_names: Tuple[str, ...] = ('scale', 'zero_point')
 
     def __init__(self,
-                 observer: Union[dict, nn.Module],
+                 observer: Optional[Union[dict, nn.Module]],
                  qscheme: Optional[Union[QSchema, dict]] = None) -> None:
         super().__init__()
+        if observer is None and qscheme is None:
+            raise ValueError(f'{type(self).__name__} needs an observer or a '
+                             'qscheme')
         if isinstance(observer, dict):
             from mmrazor_quant.registry import MODELS
             observer = dict(observer)
@@ -44,8 +60,12 @@ class BaseFakeQuantize(nn.Module):
         self.observer = observer
         if qscheme is None:
             qscheme = observer.qscheme
-        self.qscheme = QSchema.from_dict(qscheme) if isinstance(
-            qscheme, dict) else qscheme
+        qscheme = QSchema.from_dict(qscheme)
+        if qscheme.is_per_channel is None and observer is not None:
+            # The observer class decides, as in QConfigHandler.
+            qscheme = qscheme.replace(
+                is_per_channel=bool(observer.qscheme.is_per_channel))
+        self.qscheme = qscheme
         self.register_buffer('fake_quant_enabled',
                              torch.tensor([1], dtype=torch.uint8))
         self.register_buffer('observer_enabled',
@@ -63,7 +83,8 @@ class BaseFakeQuantize(nn.Module):
     @name.setter
     def name(self, value: str) -> None:
         self._name = value
-        self.observer.name = value
+        if self.observer is not None:
+            self.observer.name = value
 
     # -- scheme ---------------------------------------------------------
     @property
@@ -100,25 +121,122 @@ class BaseFakeQuantize(nn.Module):
         return bool(self.initialized[0])
 
     # -- qparams --------------------------------------------------------
+    def _new_qparam(self, value: float, dtype: torch.dtype) -> Tensor:
+        """An initial qparam: 0-d per-tensor (ONNX Runtime fuses only 0-d
+        scales), empty per-channel until data or a checkpoint sizes it.
+        """
+        shape = (0, ) if self.is_per_channel else ()
+        return torch.full(shape, value, dtype=dtype)
+
+    @property
+    def _default_zero_point(self) -> int:
+        """0, or the nearest grid point to it (e.g. for ``[5, 10]``)."""
+        return min(max(0, self.quant_min), self.quant_max)
+
+    def _resize_qparam(self, name: str, num_channels: int) -> None:
+        """Give the per-channel tensor ``name`` ``num_channels`` entries.
+
+        Assigning ``.data`` keeps a parameter's identity, so an optimizer
+        built earlier still updates it.
+        """
+        tensor = getattr(self, name)
+        if tensor.shape != (num_channels, ):
+            tensor.data = torch.empty(num_channels, dtype=tensor.dtype,
+                                      device=tensor.device)
+
     def init_qparams_shape(self, num_channels: int) -> None:
         """Size per-channel qparams (buffers or parameters) for
         ``num_channels`` channels before training starts, so the optimizer
         and checkpoints see their final shape. A no-op per-tensor.
+
+        Resized qparams start at ``scale = 1`` and the default zero-point;
+        qparams already of the right size keep their values.
+
+        Args:
+            num_channels (int): ``x.shape[ch_axis]`` of the tensor this
+                module will quantize.
+
+        Raises:
+            ValueError: If ``num_channels`` is not a positive int.
         """
-        raise NotImplementedError
+        if isinstance(num_channels, bool) or not isinstance(
+                num_channels, int) or num_channels < 1:
+            raise ValueError(f'{self.name}: num_channels must be a positive '
+                             f'int, got {num_channels!r}')
+        if not self.is_per_channel:
+            return
+        for name in self._qparam_names:
+            tensor = getattr(self, name)
+            if tensor.shape == (num_channels, ):
+                continue
+            self._resize_qparam(name, num_channels)
+            initial = 1.0 if name == 'scale' else self._default_zero_point
+            with torch.no_grad():
+                tensor.fill_(initial)
+
+    def _set_qparams(self, scale: Tensor, zero_point: Tensor) -> None:
+        """Copy observer qparams into ``scale``/``zero_point`` in place.
+
+        Writes go through ``.data`` so that a later forward's copy does not
+        invalidate an autograd graph that saved the parameter (several
+        forwards before one backward).
+        """
+        for name, value in (('scale', scale), ('zero_point', zero_point)):
+            tensor = getattr(self, name)
+            if value.numel() != tensor.numel() and self.is_per_channel:
+                self._resize_qparam(name, value.numel())
+            tensor.data.copy_(value.reshape(tensor.shape))
+        self.initialized.fill_(1)
+
+    def _check_initialized(self) -> None:
+        if not self.initialized[0]:
+            raise RuntimeError(
+                f'{self.name} has no qparams: it was never calibrated. Run a '
+                'calibration pass with observers enabled (enable_observer) '
+                'or load a calibrated checkpoint first')
 
     def calculate_qparams(self) -> Tuple[Tensor, Tensor]:
         """qparams from the observer's statistics."""
         return self.observer.calculate_qparams()
 
+    def _current_qparams(self) -> Tuple[Tensor, Tensor]:
+        """The (possibly learned, float) scale and zero-point in use."""
+        return self.scale, self.zero_point
+
     def get_qparams(self) -> Tuple[Tensor, Tensor]:
         """The qparams in use, fixed for deploy: float32 ``scale`` and int32
-        ``zero_point`` (a learned float zero-point is rounded and clamped).
+        ``zero_point`` (a learned float zero-point is rounded and clamped to
+        ``[quant_min, quant_max]``). 0-d per-tensor, 1-d per-channel;
+        detached copies.
 
         Raises:
             RuntimeError: If the module was never calibrated.
         """
-        raise NotImplementedError
+        self._check_initialized()
+        scale, zero_point = self._current_qparams()
+        scale = scale.detach().to(torch.float32).clone()
+        zero_point = zero_point.detach()
+        if zero_point.is_floating_point():
+            zero_point = zero_point.round().clamp(self.quant_min,
+                                                  self.quant_max)
+        return scale, zero_point.to(torch.int32).clone()
+
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, *args,
+                              **kwargs) -> None:
+        """Resize per-channel qparams to the checkpoint's shape first, and
+        accept shape-``[1]`` per-tensor qparams (torch/MMRazor checkpoints).
+        """
+        for name in self._qparam_names:
+            key = prefix + name
+            tensor = getattr(self, name, None)
+            if key not in state_dict or not isinstance(tensor, Tensor):
+                continue
+            value = state_dict[key]
+            if self.is_per_channel and value.dim() == 1:
+                self._resize_qparam(name, value.numel())
+            elif not self.is_per_channel and value.numel() == 1:
+                state_dict[key] = value.reshape(tensor.shape)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def forward(self, x: Tensor) -> Tensor:
         raise NotImplementedError
