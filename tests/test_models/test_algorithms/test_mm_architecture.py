@@ -1,0 +1,130 @@
+"""MMArchitectureQuant around real mmcls models, for every backend."""
+import copy
+
+import pytest
+import torch
+from mmcls.structures import ClsDataSample
+from mmengine.config import Config
+
+from mmrazor_quant.registry import MODELS, register_all_modules
+
+register_all_modules(init_default_scope=False)
+
+SKIPPED = [
+    'mmcls.models.heads.ClsHead._get_loss',
+    'mmcls.models.heads.ClsHead._get_predictions'
+]
+
+RESNET = dict(
+    _scope_='mmcls',
+    type='ImageClassifier',
+    backbone=dict(
+        type='ResNet_CIFAR', depth=18, num_stages=4, out_indices=(3, ),
+        style='pytorch', stem_channels=16, base_channels=16),
+    neck=dict(type='GlobalAveragePooling'),
+    head=dict(type='LinearClsHead', num_classes=10, in_channels=128,
+              loss=dict(type='CrossEntropyLoss', loss_weight=1.0)))
+
+MOBILENET = dict(
+    _scope_='mmcls',
+    type='ImageClassifier',
+    backbone=dict(type='MobileNetV2', widen_factor=0.5),
+    neck=dict(type='GlobalAveragePooling'),
+    head=dict(type='LinearClsHead', num_classes=10, in_channels=1280,
+              loss=dict(type='CrossEntropyLoss', loss_weight=1.0)))
+
+W_LSQ = dict(qdtype='qint8', bit=8, is_symmetry=True, is_symmetric_range=True)
+A_SCHEMES = {
+    'mmrazor_quant.TorchNativeQuantizer': dict(qdtype='quint8', bit=8),
+    'mmrazor_quant.OpenVINOQuantizer': dict(qdtype='quint8', bit=8,
+                                            is_symmetry=True),
+    'mmrazor_quant.TensorRTQuantizer': W_LSQ,
+    'mmrazor_quant.AcademicQuantizer': dict(qdtype='quint8', bit=4),
+}
+
+
+def lsq_model(arch, quantizer_type):
+    w_qscheme = dict(W_LSQ, bit=4) if 'Academic' in quantizer_type else W_LSQ
+    global_qconfig = dict(
+        w_observer=dict(type='mmrazor_quant.LSQPerChannelObserver'),
+        a_observer=dict(type='mmrazor_quant.LSQObserver'),
+        w_fake_quant=dict(type='mmrazor_quant.LearnableFakeQuantize'),
+        a_fake_quant=dict(type='mmrazor_quant.LearnableFakeQuantize'),
+        w_qscheme=w_qscheme,
+        a_qscheme=A_SCHEMES[quantizer_type])
+    return MODELS.build(
+        dict(
+            type='mmrazor_quant.MMArchitectureQuant',
+            architecture=copy.deepcopy(arch),
+            quantizer=dict(
+                type=quantizer_type,
+                global_qconfig=global_qconfig,
+                tracer=dict(
+                    type='mmrazor_quant.CustomTracer',
+                    skipped_methods=SKIPPED))))
+
+
+def samples(labels):
+    return [ClsDataSample().set_gt_label(int(i)) for i in labels]
+
+
+@pytest.mark.parametrize('arch', [RESNET, MOBILENET], ids=['resnet', 'mbv2'])
+@pytest.mark.parametrize('quantizer_type', list(A_SCHEMES))
+def test_three_modes_and_backprop(arch, quantizer_type):
+    torch.manual_seed(0)
+    model = lsq_model(arch, quantizer_type)
+    inputs = torch.randn(4, 3, 32, 32)
+    labels = torch.tensor([0, 1, 2, 3])
+
+    model.train()
+    logits = model(inputs, mode='tensor')  # first batch: LSQ static init
+    assert logits.shape == (4, 10)
+    fqs = [m for m in model.modules() if hasattr(m, 'observer_enabled')]
+    assert fqs and all(fq.is_initialized for fq in fqs)
+    for fq in fqs:
+        fq.disable_observer()
+
+    losses = model(inputs, samples(labels), mode='loss')
+    assert set(losses) == {'loss'} and torch.isfinite(losses['loss'])
+    losses['loss'].backward()
+    weights = [p for n, p in model.named_parameters()
+               if n.endswith('conv.weight') or n.endswith('fc.weight')
+               or n.endswith('.weight') and p.dim() == 4]
+    assert weights and all(p.grad is not None and p.grad.abs().sum() > 0
+                           for p in weights)
+    scales = [p for n, p in model.named_parameters() if n.endswith('scale')]
+    assert scales and all(p.grad is not None for p in scales)
+    assert sum(float(p.grad.abs().sum() > 0) for p in scales) == len(scales)
+
+    model.eval()
+    preds = model(inputs, samples(labels), mode='predict')
+    assert len(preds) == 4
+    torch.testing.assert_close(
+        torch.stack([p.pred_label.score for p in preds]),
+        torch.softmax(model(inputs, mode='tensor'), 1))
+
+    # contract 3: the three graphs call the same quantizer objects
+    fq_names = [n for n, m in model.architecture.named_modules()
+                if hasattr(m, 'observer_enabled')]
+    for name in fq_names:
+        owners = {id(gm.get_submodule(name)) for gm in model.qmodels.values()}
+        assert owners == {id(model.architecture.get_submodule(name))}
+
+
+def test_state_dict_holds_each_tensor_once():
+    model = lsq_model(RESNET, 'mmrazor_quant.OpenVINOQuantizer')
+    keys = list(model.state_dict())
+    assert all(k.startswith(('architecture.', 'data_preprocessor.'))
+               for k in keys)
+    assert any('act_fake_quants' in k for k in keys)
+
+
+def test_unknown_forward_mode_is_an_error():
+    with pytest.raises(ValueError, match='forward_modes must be'):
+        MODELS.build(
+            dict(
+                type='mmrazor_quant.MMArchitectureQuant',
+                architecture=copy.deepcopy(RESNET),
+                forward_modes=('tensor', 'train'),
+                quantizer=dict(type='mmrazor_quant.OpenVINOQuantizer',
+                               global_qconfig={})))
