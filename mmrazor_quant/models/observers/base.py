@@ -1,5 +1,6 @@
 """The interface every observer implements."""
-from typing import ClassVar, Optional, Tuple
+import math
+from typing import ClassVar, Dict, Optional, Tuple
 
 import torch
 import torch.distributed as dist
@@ -53,6 +54,8 @@ class BaseObserver(nn.Module):
         self.qscheme = qscheme
         #: Where this observer sits (set by the quantizer), for messages.
         self.name = type(self).__name__
+        # name -> (fill value, dtype, channel-shaped) of each statistic.
+        self._stat_specs: Dict[str, Tuple[float, torch.dtype, bool]] = {}
 
     @property
     def quant_min(self) -> int:
@@ -83,6 +86,123 @@ class BaseObserver(nn.Module):
     def has_observed(self) -> bool:
         """Whether any data has been recorded (``calculate_qparams`` works)."""
         raise NotImplementedError
+
+    # -- helpers for subclasses ------------------------------------------
+    def _register_stat(self,
+                       name: str,
+                       fill: float,
+                       dtype: torch.dtype = torch.float32,
+                       channel_shaped: Optional[bool] = None) -> None:
+        """Register a statistic buffer that :meth:`reset` refills.
+
+        Channel-shaped statistics of a per-channel observer start empty
+        (shape ``[0]``) and are sized by :meth:`_ensure_channels` on the
+        first batch, or by a loaded state dict; the others are 0-d.
+
+        Args:
+            name (str): Buffer name.
+            fill (float): Initial value (e.g. ``inf`` for a running min).
+            dtype (torch.dtype): Buffer dtype. Defaults to float32.
+            channel_shaped (bool, optional): Whether the buffer has one entry
+                per channel. Defaults to ``self.per_channel``.
+        """
+        if channel_shaped is None:
+            channel_shaped = self.per_channel
+        self._stat_specs[name] = (fill, dtype, channel_shaped)
+        self.register_buffer(name, self._initial_stat(name))
+
+    def _initial_stat(self, name: str) -> Tensor:
+        fill, dtype, channel_shaped = self._stat_specs[name]
+        if channel_shaped:
+            return torch.empty(0, dtype=dtype)
+        return torch.tensor(fill, dtype=dtype)
+
+    def reset(self) -> None:
+        """Forget everything observed (per-channel buffers become empty)."""
+        for name in self._stat_specs:
+            device = getattr(self, name).device
+            setattr(self, name, self._initial_stat(name).to(device))
+
+    def _channel_view(self, x: Tensor) -> Tensor:
+        """``x`` as float32, flattened to ``[N]`` per-tensor or to
+        ``[C, N]`` (``ch_axis`` moved first) per-channel, so that every
+        statistic is one reduction over ``dim=-1``.
+
+        Raises:
+            ValueError: If ``ch_axis`` does not exist in ``x``.
+        """
+        x = x.float()
+        if not self.per_channel:
+            return x.reshape(-1)
+        axis = self.ch_axis
+        if not -x.dim() <= axis < x.dim():
+            raise ValueError(
+                f'{self.name}: qscheme.ch_axis={axis} is out of range for an '
+                f'input of shape {tuple(x.shape)}')
+        return x.movedim(axis, 0).reshape(x.shape[axis], -1)
+
+    def _ensure_channels(self, num_channels: int) -> None:
+        """Size empty channel-shaped statistics on the first batch.
+
+        Raises:
+            ValueError: If the channel count differs from the one observed
+                (or loaded) before.
+        """
+        for name, (fill, dtype, channel_shaped) in self._stat_specs.items():
+            if not channel_shaped:
+                continue
+            buf = getattr(self, name)
+            if buf.numel() == 0:
+                setattr(self, name,
+                        torch.full((num_channels, ), fill, dtype=dtype,
+                                   device=buf.device))
+            elif buf.shape[0] != num_channels:
+                raise ValueError(
+                    f'{self.name}: expected {buf.shape[0]} channels along '
+                    f'ch_axis={self.ch_axis}, got {num_channels}')
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata,
+                              strict, missing_keys, unexpected_keys,
+                              error_msgs) -> None:
+        # Per-channel statistics take their size from the checkpoint, so a
+        # fresh (empty) observer can load a calibrated one.
+        for name, (_, dtype, channel_shaped) in self._stat_specs.items():
+            key = prefix + name
+            if channel_shaped and key in state_dict:
+                buf = getattr(self, name)
+                if buf.shape != state_dict[key].shape:
+                    setattr(self, name,
+                            torch.empty_like(state_dict[key], dtype=dtype,
+                                             device=buf.device))
+        super()._load_from_state_dict(state_dict, prefix, local_metadata,
+                                      strict, missing_keys, unexpected_keys,
+                                      error_msgs)
+
+    def _reduce_min_max(self, min_val: Tensor,
+                        max_val: Tensor) -> Tuple[Tensor, Tensor]:
+        """All-reduce a batch's min/max across ranks and check them.
+
+        One ``MAX`` all-reduce of ``[-min, max]`` does both. A NaN becomes
+        ``+inf`` first, so a bad value on any rank makes every rank raise
+        the same error instead of leaving the others waiting.
+
+        Raises:
+            ValueError: If any rank saw NaN or inf.
+        """
+        both = torch.stack([-min_val, max_val]).float()
+        both = torch.where(torch.isnan(both), torch.full_like(both, math.inf),
+                           both)
+        self._all_reduce(both, 'max')
+        self._check_finite(both)
+        return -both[0], both[1]
+
+    def _require_observed(self) -> None:
+        """Raise unless :attr:`has_observed`."""
+        if not self.has_observed:
+            raise ValueError(
+                f'{self.name}: no data observed yet; run calibration (a '
+                'forward pass with the observer enabled) before '
+                'calculate_qparams()')
 
     def _check_finite(self, *stats: Tensor) -> None:
         """Raise a clear error if a reduced statistic is NaN or inf."""

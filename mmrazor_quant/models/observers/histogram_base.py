@@ -1,0 +1,147 @@
+"""A histogram whose range grows with the data, for calibration observers."""
+import math
+from typing import Optional, Tuple
+
+import torch
+from torch import Tensor
+
+from mmrazor_quant.structures.quantization import QSchema, calculate_qparams
+from .base import BaseObserver
+from .utils import interp
+
+__all__ = ['BaseHistogramObserver', 'rebin_histogram']
+
+
+def rebin_histogram(hist: Tensor, old_lo: float, old_hi: float,
+                    new_lo: float, new_hi: float) -> Tensor:
+    """Move counts from ``bins`` equal bins over ``[old_lo, old_hi]`` onto
+    ``bins`` equal bins over ``[new_lo, new_hi]`` (which contains the old
+    range), assuming values are uniform within each old bin.
+
+    With ``F`` the piecewise-linear cumulative count through the old edges,
+    new bin ``j`` gets ``F(E_{j+1}) - F(E_j)`` for the new edges ``E``; the
+    total count is preserved.
+    """
+    bins = hist.numel()
+    old_edges = torch.linspace(old_lo, old_hi, bins + 1, dtype=torch.float64)
+    new_edges = torch.linspace(new_lo, new_hi, bins + 1, dtype=torch.float64)
+    cdf = torch.cat([hist.new_zeros(1), hist.cumsum(0)])
+    return torch.diff(interp(new_edges, old_edges, cdf.double())).to(hist)
+
+
+class BaseHistogramObserver(BaseObserver):
+    """Accumulate a ``bins``-bin histogram over a range that grows.
+
+    Buffers: ``histogram`` (float64 counts), ``hist_min``/``hist_max`` (its
+    range) and ``min_val``/``max_val`` (the data's extremes). When a batch
+    falls outside ``[hist_min, hist_max]`` the range is widened to cover it
+    and the old counts are re-binned (:func:`rebin_histogram`).
+
+    Distributed: the ranks first all-reduce the batch min/max, so they widen
+    to the same range, then sum their batch histograms; every rank then
+    holds the histogram of the union of the batches.
+
+    Subclasses choose what is binned (:meth:`_hist_input`, e.g. ``|x|``) and
+    over which range (:meth:`_hist_bounds`), and implement
+    :meth:`_search_range`.
+
+    Args:
+        qscheme (QSchema, optional): The scheme. Defaults to ``QSchema()``.
+        bins (int): Number of bins. Defaults to 2048.
+
+    Raises:
+        ValueError: If ``bins`` is not an int >= 2.
+    """
+
+    def __init__(self,
+                 qscheme: Optional[QSchema] = None,
+                 bins: int = 2048) -> None:
+        super().__init__(qscheme)
+        if isinstance(bins, bool) or not isinstance(bins, int) or bins < 2:
+            raise ValueError(f'{type(self).__name__}: bins must be an int '
+                             f'>= 2, got {bins!r}')
+        self.bins = bins
+        self._register_stat('min_val', math.inf)
+        self._register_stat('max_val', -math.inf)
+        # float64 so the stored range is exactly the one the counts use.
+        self._register_stat('hist_min', math.inf, torch.float64)
+        self._register_stat('hist_max', -math.inf, torch.float64)
+        self.register_buffer('histogram',
+                             torch.zeros(bins, dtype=torch.float64))
+
+    @property
+    def has_observed(self) -> bool:
+        return bool(self.min_val <= self.max_val)
+
+    def reset(self) -> None:
+        super().reset()
+        self.histogram.zero_()
+
+    def _hist_input(self, x: Tensor) -> Tensor:
+        """The values to bin (``x`` itself here)."""
+        return x
+
+    def _hist_bounds(self, min_val: Tensor,
+                     max_val: Tensor) -> Tuple[float, float]:
+        """The histogram range needed for data in ``[min_val, max_val]``."""
+        return float(min_val), float(max_val)
+
+    def _observe(self, x: Tensor) -> None:
+        x = self._channel_view(x)
+        min_val, max_val = self._reduce_min_max(*torch.aminmax(x))
+        self.min_val = torch.minimum(self.min_val, min_val)
+        self.max_val = torch.maximum(self.max_val, max_val)
+        lo, hi = self._grow_range(*self._hist_bounds(min_val, max_val))
+        batch = torch.histc(self._hist_input(x), self.bins, lo, hi)
+        self.histogram += self._all_reduce(batch.double(), 'sum')
+
+    def _grow_range(self, lo: float, hi: float) -> Tuple[float, float]:
+        """Widen the histogram to cover ``[lo, hi]``; returns the range."""
+        old_lo, old_hi = float(self.hist_min), float(self.hist_max)
+        if old_lo <= old_hi:  # the histogram already holds counts
+            lo, hi = min(lo, old_lo), max(hi, old_hi)
+        if hi - lo <= 0:
+            # Constant data: give the bins a width, never a zero division.
+            hi = lo + max(abs(lo), 1.) * 1e-6
+        if (lo, hi) != (old_lo, old_hi):
+            if old_lo <= old_hi:
+                self.histogram.copy_(
+                    rebin_histogram(self.histogram, old_lo, old_hi, lo, hi))
+            self.hist_min.fill_(lo)
+            self.hist_max.fill_(hi)
+        return lo, hi
+
+    def bin_edges(self) -> Tensor:
+        """The ``bins + 1`` edges of the histogram (float64)."""
+        return torch.linspace(
+            float(self.hist_min),
+            float(self.hist_max),
+            self.bins + 1,
+            dtype=torch.float64,
+            device=self.histogram.device)
+
+    def _search_range(self) -> Tuple[Tensor, Tensor]:
+        """The subclass's ``(lo, hi)`` choice from the histogram."""
+        raise NotImplementedError
+
+    def clip_range(self) -> Tuple[Tensor, Tensor]:
+        """The chosen ``(lo, hi)`` range, within ``[min_val, max_val]``.
+
+        Raises:
+            ValueError: If nothing was observed.
+        """
+        self._require_observed()
+        lo, hi = self._search_range()
+        return (torch.maximum(lo.float(), self.min_val),
+                torch.minimum(hi.float(), self.max_val))
+
+    def calculate_qparams(self) -> Tuple[Tensor, Tensor]:
+        """``calculate_qparams(*self.clip_range(), qscheme)``.
+
+        Raises:
+            ValueError: If nothing was observed.
+        """
+        return calculate_qparams(*self.clip_range(), self.qscheme)
+
+    def extra_repr(self) -> str:
+        return f'{super().extra_repr()}, bins={self.bins}'
