@@ -1,0 +1,342 @@
+"""A ``torch.fx`` tracer that can leave methods and modules out of a graph."""
+import collections
+import contextlib
+import inspect
+import re
+from typing import (Any, Callable, Dict, FrozenSet, Iterator, List, Optional,
+                    Sequence, Tuple, Union)
+
+from torch import nn
+from torch.fx import Graph, GraphModule, Node, Proxy, Tracer
+
+from mmrazor_quant.registry import TASK_UTILS
+from .path_utils import resolve_dotted_path, resolve_method
+from .trace_error import TraceError, format_failure, locate_failure
+
+__all__ = ['CustomTracer']
+
+#: The forward modes of an mmengine ``BaseModel``.
+FORWARD_MODES = ('tensor', 'predict', 'loss')
+
+_MISSING = object()
+
+
+@TASK_UTILS.register_module()
+class CustomTracer(Tracer):
+    """Trace OpenMMLab models, keeping untraceable parts as opaque nodes.
+
+    Three kinds of code stay out of the graph:
+
+    - ``skipped_methods``: during a trace, each named method is replaced on
+      its class so that a call becomes one ``call_method`` node on a
+      ``get_attr`` node of the module it was called on; the graph module
+      then calls the real method at run time (e.g.
+      ``self.head._get_loss(cls_score, data_samples)``), so data samples
+      and loss dicts flow through as opaque values. The class is restored
+      when the trace ends, even if it fails.
+    - ``skipped_module_names`` and ``skipped_module_classes``: these modules
+      become leaves (one ``call_module`` node each).
+    - Always leaves: standard ``torch.nn`` modules (``torch.fx``'s default)
+      and modules whose class sets ``is_fx_leaf = True`` (observers, fake
+      quants, QAT modules).
+
+    Nodes keep ``node.meta['nn_module_stack']``, the modules whose code
+    produced them, outermost first.
+
+    Examples:
+        >>> tracer = CustomTracer(skipped_methods=[
+        ...     'mmcls.models.heads.ClsHead._get_loss',
+        ...     'mmcls.models.heads.ClsHead._get_predictions'])
+        >>> gm = tracer.trace_mode(model, 'loss')
+        >>> losses = gm(inputs, data_samples)  # == model(..., mode='loss')
+
+    Args:
+        skipped_methods (Sequence[str]): Dotted paths of methods, e.g.
+            ``'mmcls.models.heads.ClsHead._get_loss'``. The longest
+            importable module prefix is imported and the rest looked up as
+            attributes. Defaults to ().
+        skipped_module_names (Sequence[str]): Qualified names of submodules
+            to keep as leaves, e.g. ``'backbone.layer1.0'``. Defaults to ().
+        skipped_module_classes (Sequence[str | type]): Classes to keep as
+            leaves (instances of subclasses too), given as classes, as
+            dotted paths, or as bare class names matched against each
+            module's MRO. Defaults to ().
+
+    Raises:
+        ValueError: If an entry of ``skipped_methods`` or a dotted entry of
+            ``skipped_module_classes`` cannot be resolved; the message
+            names the entry.
+        TypeError: If an entry of ``skipped_module_classes`` is neither a
+            class nor a string.
+    """
+
+    def __init__(self,
+                 skipped_methods: Sequence[str] = (),
+                 skipped_module_names: Sequence[str] = (),
+                 skipped_module_classes: Sequence[Union[str, type]] = ()
+                 ) -> None:
+        super().__init__()
+        self.skipped_methods = list(skipped_methods)
+        self.skipped_module_names = list(skipped_module_names)
+        self.skipped_module_classes = list(skipped_module_classes)
+        self._methods = [
+            _resolve_method_entry(e) for e in self.skipped_methods
+        ]
+        self._leaf_names: FrozenSet[str] = frozenset(skipped_module_names)
+        self._leaf_classes, self._leaf_class_names = _split_class_entries(
+            self.skipped_module_classes)
+        # Innermost module whose call raised, for messages.
+        self._failed_module: Optional[nn.Module] = None
+
+    # -- leaves -----------------------------------------------------------
+    def is_leaf_module(self, m: nn.Module, module_qualified_name: str) -> bool:
+        """Whether ``m`` becomes a single ``call_module`` node."""
+        return (module_qualified_name in self._leaf_names
+                or self._is_leaf_class(type(m))
+                or getattr(type(m), 'is_fx_leaf', False) is True
+                or super().is_leaf_module(m, module_qualified_name))
+
+    def _is_leaf_class(self, cls: type) -> bool:
+        if issubclass(cls, self._leaf_classes):
+            return True
+        return any(c.__name__ in self._leaf_class_names for c in cls.__mro__)
+
+    def call_module(self, m: nn.Module, forward: Callable[..., Any],
+                    args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+        """Trace a module call, remembering the innermost one that fails."""
+        try:
+            return super().call_module(m, forward, args, kwargs)
+        except Exception:
+            if self._failed_module is None:
+                self._failed_module = m
+            raise
+
+    # -- tracing ----------------------------------------------------------
+    def trace(self,
+              root: Union[nn.Module, Callable[..., Any]],
+              concrete_args: Optional[Dict[str, Any]] = None) -> Graph:
+        """Trace ``root`` with the skipped methods patched out.
+
+        Args:
+            root (nn.Module | Callable): The model (or function) to trace.
+            concrete_args (dict, optional): Arguments to specialise, as in
+                :meth:`torch.fx.Tracer.trace`. Defaults to None.
+
+        Returns:
+            Graph: The traced graph.
+
+        Raises:
+            ValueError: If a ``skipped_module_names`` entry is not a
+                submodule of ``root``.
+            TraceError: If tracing fails; it names the module and method and
+                suggests the entry that would skip them.
+        """
+        name = getattr(root, '__name__', type(root).__name__)
+        return self._trace(root, concrete_args, f'{name}.forward')
+
+    def trace_mode(self, model: nn.Module, mode: str = 'tensor') -> GraphModule:
+        """Trace ``model.forward(inputs, data_samples=None, mode=mode)``.
+
+        ``mode`` is specialised away: the result is called as
+        ``gm(inputs, data_samples=None)`` and returns what
+        ``model(inputs, data_samples, mode=mode)`` returns. It is built over
+        ``model`` and shares its submodules (the very same objects), so
+        graph modules of several modes share parameters, buffers and any
+        module later added to a shared submodule.
+
+        Args:
+            model (nn.Module): A model with an mmengine ``BaseModel``
+                forward signature.
+            mode (str): One of ``'tensor'``, ``'predict'``, ``'loss'``.
+                Defaults to ``'tensor'``.
+
+        Returns:
+            GraphModule: The graph module of that mode.
+
+        Raises:
+            ValueError: If ``mode`` is unknown.
+            TypeError: If ``model.forward`` takes no ``mode`` argument.
+            TraceError: If tracing fails (see :meth:`trace`).
+        """
+        if mode not in FORWARD_MODES:
+            raise ValueError(f'mode must be one of {FORWARD_MODES}, '
+                             f'but got {mode!r}')
+        if 'mode' not in inspect.signature(model.forward).parameters:
+            raise TypeError(f'{type(model).__name__}.forward takes no `mode` '
+                            'argument; trace it with `trace()` instead')
+        what = f"{type(model).__name__}.forward(mode='{mode}')"
+        graph = self._trace(model, {'mode': mode}, what)
+        _drop_specialised_placeholder(graph, 'mode')
+        gm = GraphModule(model, graph, class_name=type(model).__name__)
+        _share_children(gm, model)
+        return gm
+
+    def _trace(self, root: Union[nn.Module, Callable[..., Any]],
+               concrete_args: Optional[Dict[str, Any]], what: str) -> Graph:
+        if isinstance(root, nn.Module):
+            self._check_leaf_names(root)
+        # fx sets these once per tracer; reset them so that the
+        # ``nn_module_stack`` keys of one trace do not depend on earlier
+        # (or failed) traces.
+        self.module_stack = collections.OrderedDict()
+        self.num_calls = {}
+        self._failed_module = None
+        try:
+            with self._skipping_methods():
+                return super().trace(root, concrete_args)
+        except TraceError:
+            raise
+        except Exception as e:
+            site = None
+            if isinstance(root, nn.Module):
+                site = locate_failure(e, root, self._failed_module)
+            raise TraceError(format_failure(e, what, site)) from e
+        finally:
+            self._failed_module = None
+
+    def _check_leaf_names(self, root: nn.Module) -> None:
+        names = {n for n, _ in root.named_modules()}
+        missing = [n for n in self.skipped_module_names if n not in names]
+        if missing:
+            raise ValueError(
+                f'skipped_module_names {missing} are not submodules of '
+                f'{type(root).__name__}')
+
+    # -- skipped methods --------------------------------------------------
+    @contextlib.contextmanager
+    def _skipping_methods(self) -> Iterator[None]:
+        """Replace each skipped method on its class for the trace only."""
+        saved: List[Tuple[type, str, Any]] = []
+        try:
+            for owner, name in self._methods:
+                saved.append((owner, name, owner.__dict__.get(name, _MISSING)))
+                setattr(owner, name, self._opaque_method(name))
+            yield
+        finally:
+            # Reverse order restores correctly when an entry repeats.
+            for owner, name, original in reversed(saved):
+                if original is _MISSING:
+                    delattr(owner, name)
+                else:
+                    setattr(owner, name, original)
+
+    def _opaque_method(self, name: str) -> Callable[..., Proxy]:
+        tracer = self
+
+        def opaque(module: nn.Module, *args: Any, **kwargs: Any) -> Proxy:
+            return tracer._call_opaque(module, name, args, kwargs)
+
+        opaque.__name__ = name
+        return opaque
+
+    def _call_opaque(self, module: nn.Module, name: str,
+                     args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Proxy:
+        """Emit ``get_attr(module).name(*args, **kwargs)`` as graph nodes."""
+        try:
+            path = self.path_of_module(module)
+        except NameError as e:
+            raise TraceError(
+                f'Cannot skip {type(module).__name__}.{name}: it was called '
+                'on a module that is not part of the traced model') from e
+        if path == '':
+            raise TraceError(
+                f'Cannot skip {type(module).__name__}.{name}: methods of the '
+                'traced model itself cannot be skipped; skip a method of one '
+                'of its submodules instead')
+        with self._module_scope(path, module):
+            owner = self.create_proxy('get_attr', path, (), {})
+            return self.create_proxy('call_method', name, (owner, ) + args,
+                                     kwargs)
+
+    @contextlib.contextmanager
+    def _module_scope(self, path: str, module: nn.Module) -> Iterator[None]:
+        """Record ``module`` in ``nn_module_stack`` of the nodes made here.
+
+        A skipped method is usually called from outside its module's
+        ``forward`` (``head.loss`` calls ``self._get_loss``), so fx's own
+        stack does not name the module yet.
+        """
+        if path in self.module_stack:
+            yield
+            return
+        self.module_stack[path] = (path, type(module))
+        try:
+            yield
+        finally:
+            self.module_stack.pop(path)
+
+
+def _resolve_method_entry(entry: str) -> Tuple[type, str]:
+    try:
+        return resolve_method(entry)
+    except ValueError as e:
+        raise ValueError(f'CustomTracer: cannot use skipped_methods entry '
+                         f'{entry!r}: {e}') from e
+
+
+def _split_class_entries(
+        entries: Sequence[Union[str, type]]
+) -> Tuple[Tuple[type, ...], FrozenSet[str]]:
+    """Split class entries into classes and bare class names."""
+    classes: List[type] = []
+    names: List[str] = []
+    for entry in entries:
+        if isinstance(entry, str) and '.' not in entry:
+            names.append(entry)
+            continue
+        if isinstance(entry, str):
+            try:
+                cls = resolve_dotted_path(entry)
+            except ValueError as e:
+                raise ValueError('CustomTracer: cannot use '
+                                 'skipped_module_classes entry '
+                                 f'{entry!r}: {e}') from e
+        else:
+            cls = entry
+        if not inspect.isclass(cls):
+            raise TypeError('CustomTracer: skipped_module_classes entries '
+                            'must be classes or class names, but '
+                            f'{entry!r} is a {type(cls).__name__}')
+        classes.append(cls)
+    return tuple(classes), frozenset(names)
+
+
+def _drop_specialised_placeholder(graph: Graph, name: str) -> None:
+    """Remove the placeholder of concrete argument ``name`` and its guards.
+
+    fx keeps a placeholder for a specialised argument, defaulting to the
+    signature's default, plus an ``assert`` that it equals the traced value;
+    with ``mode='loss'`` that default (``'tensor'``) would fail the assert.
+    """
+    pattern = re.compile(rf'{re.escape(name)}_\d+')
+    for ph in [n for n in graph.nodes if n.op == 'placeholder']:
+        if not pattern.fullmatch(str(ph.target)):
+            continue
+        guards = _transitive_users(ph)
+        for node in reversed([n for n in graph.nodes if n in guards]):
+            graph.erase_node(node)
+        graph.erase_node(ph)
+    graph.lint()
+
+
+def _transitive_users(node: Node) -> set:
+    seen: set = set()
+    todo = list(node.users)
+    while todo:
+        user = todo.pop()
+        if user not in seen:
+            seen.add(user)
+            todo.extend(user.users)
+    return seen
+
+
+def _share_children(gm: GraphModule, model: nn.Module) -> None:
+    """Make ``gm``'s top-level submodules the very ones of ``model``.
+
+    ``GraphModule`` shares leaf modules but recreates the containers on the
+    way to them; sharing the containers too keeps one module tree, so a
+    module added under ``gm.backbone`` is seen by every mode's graph.
+    """
+    for name, child in model.named_children():
+        if hasattr(gm, name) and isinstance(getattr(gm, name), nn.Module):
+            setattr(gm, name, child)
