@@ -24,13 +24,15 @@ MODES = ('tensor', 'predict', 'loss')
 
 # Narrow versions of mmcls' own configs: fast on 2 CPU cores.
 CONFIGS = {
-    'resnet18_cifar': """
+    'resnet18_cifar':
+    """
 _base_ = ['mmcls::resnet/resnet18_8xb16_cifar10.py']
 model = dict(
     backbone=dict(stem_channels=16, base_channels=16),
     head=dict(in_channels=128))
 """,
-    'mobilenet_v2': """
+    'mobilenet_v2':
+    """
 _base_ = ['mmcls::mobilenet_v2/mobilenet-v2_8xb32_in1k.py']
 model = dict(backbone=dict(widen_factor=0.5), head=dict(num_classes=10))
 """,
@@ -60,7 +62,11 @@ def graph_modules(classifier) -> dict:
 
 
 def _inputs() -> torch.Tensor:
-    return torch.randn(2, 3, 32, 32, generator=torch.Generator().manual_seed(1))
+    return torch.randn(2,
+                       3,
+                       32,
+                       32,
+                       generator=torch.Generator().manual_seed(1))
 
 
 def _samples() -> List[ClsDataSample]:
@@ -75,22 +81,27 @@ def test_tensor_mode_matches_eager(classifier, graph_modules):
     assert out.shape == (2, 10)
     torch.testing.assert_close(out, expected, atol=1e-6, rtol=0)
     # data_samples is accepted (and ignored) as in the model.
-    torch.testing.assert_close(
-        graph_modules['tensor'](x, _samples()), expected, atol=1e-6, rtol=0)
+    torch.testing.assert_close(graph_modules['tensor'](x, _samples()),
+                               expected,
+                               atol=1e-6,
+                               rtol=0)
 
 
 @pytest.mark.parametrize('with_samples', [False, True])
 def test_predict_mode_matches_eager(classifier, graph_modules, with_samples):
     x = _inputs()
     out = graph_modules['predict'](x, _samples() if with_samples else None)
-    expected = classifier(
-        x, _samples() if with_samples else None, mode='predict')
+    expected = classifier(x,
+                          _samples() if with_samples else None,
+                          mode='predict')
     assert len(out) == len(expected) == 2
     for got, want in zip(out, expected):
         assert isinstance(got, ClsDataSample)
         assert torch.equal(got.pred_label.label, want.pred_label.label)
-        torch.testing.assert_close(
-            got.pred_label.score, want.pred_label.score, atol=1e-6, rtol=0)
+        torch.testing.assert_close(got.pred_label.score,
+                                   want.pred_label.score,
+                                   atol=1e-6,
+                                   rtol=0)
         if with_samples:
             assert torch.equal(got.gt_label.label, want.gt_label.label)
 
@@ -101,16 +112,20 @@ def test_loss_mode_matches_eager(classifier, graph_modules):
     expected = classifier(x, _samples(), mode='loss')
     assert set(losses) == set(expected) == {'loss'}
     assert losses['loss'].item() > 0
-    torch.testing.assert_close(
-        losses['loss'], expected['loss'], atol=1e-6, rtol=0)
+    torch.testing.assert_close(losses['loss'],
+                               expected['loss'],
+                               atol=1e-6,
+                               rtol=0)
 
 
 def test_head_methods_are_single_opaque_nodes(graph_modules):
-    for mode, method in (('loss', '_get_loss'),
-                         ('predict', '_get_predictions')):
+    for mode, method in (('loss', '_get_loss'), ('predict',
+                                                 '_get_predictions')):
         graph = graph_modules[mode].graph
-        calls = [n for n in graph.nodes if n.op == 'call_method'
-                 and n.target == method]
+        calls = [
+            n for n in graph.nodes
+            if n.op == 'call_method' and n.target == method
+        ]
         assert len(calls) == 1
         owner = calls[0].args[0]
         assert (owner.op, owner.target) == ('get_attr', 'head')
@@ -129,8 +144,10 @@ def test_modes_share_submodules_with_model(classifier, graph_modules):
         assert isinstance(gm, GraphModule)
         assert gm.backbone is classifier.backbone
         assert gm.head is classifier.head
-        targets = [n.target for n in gm.graph.nodes
-                   if n.op in ('call_module', 'get_attr')]
+        targets = [
+            n.target for n in gm.graph.nodes
+            if n.op in ('call_module', 'get_attr')
+        ]
         assert targets
         for target in targets:
             assert gm.get_submodule(target) is model_modules[target]
@@ -148,8 +165,10 @@ def test_nn_module_stack_names_modules(graph_modules):
             path, _ = list(stack.values())[-1]
             assert path == node.target
     # Ops between modules (e.g. residual adds) name their block.
-    inner = [n for n in graph.nodes if n.op == 'call_function'
-             and 'nn_module_stack' in n.meta]
+    inner = [
+        n for n in graph.nodes
+        if n.op == 'call_function' and 'nn_module_stack' in n.meta
+    ]
     assert any(
         re.fullmatch(r'backbone\.layer\d+\.\d+',
                      list(n.meta['nn_module_stack'].values())[-1][0])
@@ -157,8 +176,10 @@ def test_nn_module_stack_names_modules(graph_modules):
 
 
 def test_classes_are_restored_after_trace(classifier):
-    originals = {n: ClsHead.__dict__[n] for n in ('_get_loss',
-                                                  '_get_predictions')}
+    originals = {
+        n: ClsHead.__dict__[n]
+        for n in ('_get_loss', '_get_predictions')
+    }
     tracer = CustomTracer(skipped_methods=HEAD_METHODS * 2)
     tracer.trace_mode(classifier, 'loss')
     assert {n: ClsHead.__dict__[n] for n in originals} == originals
@@ -270,8 +291,8 @@ def test_data_dependent_method_error_names_module_and_fix():
     gm = CustomTracer(skipped_methods=[entry]).trace_mode(model, 'tensor')
     for x in _gated_inputs():
         torch.testing.assert_close(gm(x), model(x), atol=1e-6, rtol=0)
-    call = next(n for n in gm.graph.nodes if n.op == 'call_method'
-                and n.target == '_gate')
+    call = next(n for n in gm.graph.nodes
+                if n.op == 'call_method' and n.target == '_gate')
     assert call.args[0].target == 'backbone.1'
     # Patched for the traces only, failed or not.
     assert GatedBlock.__dict__['_gate'] is original
@@ -290,17 +311,38 @@ def test_forward_failure_suggests_leaf_entries(block, needle):
         in message
     assert f"skipped_module_classes=['{name}']" in message
     assert "skipped_module_names=['backbone.1']" in message
-    # Either suggestion works.
+    # Each suggestion works.
     x = torch.randn(2, 3, 8, 8)
-    for tracer in (CustomTracer(skipped_module_names=['backbone.1']),
+    forward = f'{type(block).__module__}.{name}.forward'
+    for tracer in (CustomTracer(skipped_methods=[forward]),
+                   CustomTracer(skipped_module_names=['backbone.1']),
                    CustomTracer(skipped_module_classes=[name])):
         gm = tracer.trace_mode(model, 'loss')
-        torch.testing.assert_close(gm(x)['loss'], model(x, mode='loss')['loss'])
+        torch.testing.assert_close(gm(x)['loss'],
+                                   model(x, mode='loss')['loss'],
+                                   atol=1e-6,
+                                   rtol=0)
 
 
-@pytest.mark.parametrize('entry', [
-    'GatedBlock', type(GatedBlock()), f'{GatedBlock.__module__}.GatedBlock'
-])
+def test_failed_trace_restores_patched_methods():
+    original = GatedBlock.__dict__['_gate']
+    tracer = CustomTracer(
+        skipped_methods=[f'{GatedBlock.__module__}.GatedBlock._gate'])
+    with pytest.raises(TraceError, match="'len' is not supported"):
+        tracer.trace_mode(_toy(LenBlock()))
+    assert GatedBlock.__dict__['_gate'] is original
+    # The tracer stays usable, and its node metadata does not depend on
+    # the failed trace.
+    gm = tracer.trace_mode(_toy(GatedBlock()))
+    conv = next(n for n in gm.graph.nodes if n.target == 'backbone.1.conv')
+    assert list(conv.meta['nn_module_stack']) == \
+        ['backbone', 'backbone.1', 'backbone.1.conv']
+
+
+@pytest.mark.parametrize(
+    'entry',
+    ['GatedBlock',
+     type(GatedBlock()), f'{GatedBlock.__module__}.GatedBlock'])
 def test_skipped_module_classes_make_call_module_leaves(entry):
     model = _toy(GatedBlock())
     gm = CustomTracer(skipped_module_classes=[entry]).trace_mode(model)
@@ -331,8 +373,22 @@ def test_is_fx_leaf_modules_are_leaves():
     torch.testing.assert_close(gm(x), model(x), atol=1e-6, rtol=0)
 
 
+def test_trace_failing_in_the_model_itself_points_to_concrete_args():
+    model = _toy(nn.Identity())
+    with pytest.raises(TraceError) as info:
+        CustomTracer().trace(model)
+    message = str(info.value)
+    assert 'the model itself (ToyModel) failed in ToyModel.forward' in message
+    assert 'specialise its non-tensor arguments with `concrete_args`' \
+        in message
+    graph = CustomTracer().trace(model, concrete_args={'mode': 'tensor'})
+    assert [n.target for n in graph.nodes if n.op == 'call_module'] == \
+        ['backbone.0', 'backbone.1', 'head']
+
+
 def test_unknown_skipped_module_name_is_rejected():
-    with pytest.raises(ValueError, match=r"\['backbone\.9'\] are not "
+    with pytest.raises(ValueError,
+                       match=r"\['backbone\.9'\] are not "
                        'submodules of ToyModel'):
         CustomTracer(skipped_module_names=['backbone.9']).trace_mode(
             _toy(nn.Identity()))

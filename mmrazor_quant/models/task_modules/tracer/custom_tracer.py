@@ -70,11 +70,12 @@ class CustomTracer(Tracer):
             class nor a string.
     """
 
-    def __init__(self,
-                 skipped_methods: Sequence[str] = (),
-                 skipped_module_names: Sequence[str] = (),
-                 skipped_module_classes: Sequence[Union[str, type]] = ()
-                 ) -> None:
+    def __init__(
+        self,
+        skipped_methods: Sequence[str] = (),
+        skipped_module_names: Sequence[str] = (),
+        skipped_module_classes: Sequence[Union[str, type]] = ()
+    ) -> None:
         super().__init__()
         self.skipped_methods = list(skipped_methods)
         self.skipped_module_names = list(skipped_module_names)
@@ -134,7 +135,9 @@ class CustomTracer(Tracer):
         name = getattr(root, '__name__', type(root).__name__)
         return self._trace(root, concrete_args, f'{name}.forward')
 
-    def trace_mode(self, model: nn.Module, mode: str = 'tensor') -> GraphModule:
+    def trace_mode(self,
+                   model: nn.Module,
+                   mode: str = 'tensor') -> GraphModule:
         """Trace ``model.forward(inputs, data_samples=None, mode=mode)``.
 
         ``mode`` is specialised away: the result is called as
@@ -229,8 +232,8 @@ class CustomTracer(Tracer):
         opaque.__name__ = name
         return opaque
 
-    def _call_opaque(self, module: nn.Module, name: str,
-                     args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Proxy:
+    def _call_opaque(self, module: nn.Module, name: str, args: Tuple[Any, ...],
+                     kwargs: Dict[str, Any]) -> Proxy:
         """Emit ``get_attr(module).name(*args, **kwargs)`` as graph nodes."""
         try:
             path = self.path_of_module(module)
@@ -275,7 +278,7 @@ def _resolve_method_entry(entry: str) -> Tuple[type, str]:
 
 
 def _split_class_entries(
-        entries: Sequence[Union[str, type]]
+    entries: Sequence[Union[str, type]]
 ) -> Tuple[Tuple[type, ...], FrozenSet[str]]:
     """Split class entries into classes and bare class names."""
     classes: List[type] = []

@@ -66,9 +66,10 @@ def _defining_class(module: nn.Module, code: CodeType) -> Optional[type]:
     return None
 
 
-def locate_failure(exc: BaseException, root: nn.Module,
-                   fallback: Optional[nn.Module] = None
-                   ) -> Optional[FailureSite]:
+def locate_failure(
+        exc: BaseException,
+        root: nn.Module,
+        fallback: Optional[nn.Module] = None) -> Optional[FailureSite]:
     """Find the innermost method of a module of ``root`` that ``exc`` left.
 
     The traceback is searched, innermost frame first, for a method whose
@@ -96,8 +97,8 @@ def locate_failure(exc: BaseException, root: nn.Module,
             return FailureSite(paths[id(module)], module, owner,
                                frame.f_code.co_name, location)
     if fallback is not None and id(fallback) in paths:
-        owner = next(c for c in type(fallback).__mro__ if 'forward' in
-                     c.__dict__)
+        owner = next(c for c in type(fallback).__mro__
+                     if 'forward' in c.__dict__)
         return FailureSite(paths[id(fallback)], fallback, owner, 'forward')
     return None
 
@@ -105,11 +106,15 @@ def locate_failure(exc: BaseException, root: nn.Module,
 def _suggestion(site: FailureSite) -> str:
     """The config entries that keep ``site`` out of the graph."""
     if site.path == '':
-        return ('Methods of the traced model itself cannot be skipped: move '
+        return ('Methods of the traced model itself cannot be skipped: '
+                'specialise its non-tensor arguments with `concrete_args` '
+                "(`trace_mode(model, 'loss')` does so for `mode`), or move "
                 'the untraceable code into a method of a submodule and add '
                 'that method to `skipped_methods`.')
-    entries = [f"skipped_methods=['{qualified_name(site.owner)}."
-               f"{site.method}']"]
+    entries = [
+        f"skipped_methods=['{qualified_name(site.owner)}."
+        f"{site.method}']"
+    ]
     if site.method == 'forward':
         entries += [
             f"skipped_module_classes=['{type(site.module).__name__}']",
@@ -136,9 +141,9 @@ def format_failure(exc: BaseException, what: str,
     cause = f'{type(exc).__name__}: {exc}'
     if site is None:
         return f'Failed to trace {what}: {cause}'
-    where = f"'{site.path}'" if site.path else 'the model itself'
+    where = f"module '{site.path}'" if site.path else 'the model itself'
     at = f' at {site.location}' if site.location else ''
-    return (f'Failed to trace {what}: module {where} '
+    return (f'Failed to trace {what}: {where} '
             f'({type(site.module).__name__}) failed in '
             f'{site.owner.__name__}.{site.method}{at}: {cause}\n'
             f'{_suggestion(site)}')
