@@ -1,1 +1,16 @@
+"""QAT modules: float layers whose weights are fake-quantized, alone or
+with a folded BN / fused ReLU."""
+from .bn_fold import FusedBnMixin
+from .conv import (ConvReLU1d, ConvReLU2d, ConvReLU3d, QATConv1d, QATConv2d,
+                   QATConv3d)
+from .conv_bn import ConvBn2d, ConvBnReLU2d
+from .linear import LinearReLU, QATLinear
+from .linear_bn import LinearBn1d, LinearBnReLU1d
+from .utils import freeze_bn_stats, update_bn_stats
 
+__all__ = [
+    'QATConv1d', 'QATConv2d', 'QATConv3d', 'ConvReLU1d', 'ConvReLU2d',
+    'ConvReLU3d', 'ConvBn2d', 'ConvBnReLU2d', 'QATLinear', 'LinearReLU',
+    'LinearBn1d', 'LinearBnReLU1d', 'FusedBnMixin', 'freeze_bn_stats',
+    'update_bn_stats'
+]

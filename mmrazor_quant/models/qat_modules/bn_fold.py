@@ -1,0 +1,166 @@
+"""Batch-norm folding during QAT (Krishnamoorthi 2018, sec. 3.2).
+
+With BN running statistics :math:`\\mu, \\sigma^2`, affine
+:math:`\\gamma, \\beta`, and :math:`s = \\gamma / \\sqrt{\\sigma^2 + \\epsilon}`
+(one per output channel), an inference engine runs the folded layer
+
+.. math::
+
+    W_{fold} = s \\cdot W, \\qquad b_{fold} = \\beta + s \\, (b - \\mu)
+
+so QAT must fake-quantize :math:`W_{fold}`, not :math:`W`. A fused module
+computes, with ``op`` the conv or linear:
+
+* BN statistics not frozen, train mode (one ``op`` per step):
+
+  .. math::
+
+      y = \\mathrm{BN}\\big(\\mathrm{op}(x, \\mathrm{fq}(W_{fold})) / s + b\\big)
+
+  where ``BN`` uses the batch statistics and updates the running ones
+  (with fake quant disabled this equals ``BN(op(x, W) + b)``);
+* BN statistics frozen (:meth:`FusedBnMixin.freeze_bn_stats`), or eval mode:
+
+  .. math::
+
+      y = \\mathrm{op}(x, \\mathrm{fq}(W_{fold})) + b_{fold}
+
+  exactly what the deployed integer model computes; nothing is updated.
+"""
+from typing import ClassVar, Optional, Tuple
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from mmrazor_quant.models.fake_quants.base import BaseFakeQuantize
+
+__all__ = ['FusedBnMixin']
+
+
+class FusedBnMixin:
+    """Turns a QAT conv/linear class into its BN-fused variant.
+
+    Mixed in before a QAT class that provides ``_wrap_float``,
+    ``_apply_weight`` and ``to_float`` (e.g. ``class ConvBn2d(FusedBnMixin,
+    QATConv2d)``). The fused module keeps the float layer's ``weight`` /
+    ``bias`` and owns the float BN module as ``bn`` (so its parameters and
+    buffers checkpoint under ``<name>.bn.*``).
+
+    Attributes:
+        bn (nn.modules.batchnorm._BatchNorm): The folded BN.
+        bn_frozen (bool): Whether BN statistics are frozen.
+    """
+
+    #: The BN class this module folds.
+    _bn_cls: ClassVar[type] = nn.BatchNorm2d
+
+    bn: nn.Module
+    bn_frozen: bool
+
+    @classmethod
+    def from_float(cls, layer: nn.Module, bn: nn.Module,
+                   weight_fake_quant: BaseFakeQuantize) -> nn.Module:
+        """Fuse a float conv/linear and the BN that follows it.
+
+        The parameters of ``layer`` and the ``bn`` module itself are shared,
+        not copied.
+
+        Args:
+            layer (nn.Module): The float conv / linear.
+            bn (nn.Module): The BN applied to its output, of ``cls._bn_cls``,
+                tracking running statistics.
+            weight_fake_quant (BaseFakeQuantize): Fake quant of the folded
+                weight.
+
+        Returns:
+            The fused module, in ``layer``'s train/eval mode, not frozen.
+
+        Raises:
+            TypeError: If ``layer`` or ``bn`` has the wrong type.
+            ValueError: If ``bn`` does not track running statistics (there
+                is nothing to fold) or its size does not match ``layer``.
+        """
+        if type(bn) is not cls._bn_cls:
+            raise TypeError(f'{cls.__name__}.from_float expects a '
+                            f'{cls._bn_cls.__name__}, got {type(bn).__name__}')
+        if bn.running_var is None:
+            raise ValueError(f'{cls.__name__}: cannot fold a BN built with '
+                             'track_running_stats=False')
+        if bn.num_features != layer.weight.shape[0]:
+            raise ValueError(f'{cls.__name__}: BN has {bn.num_features} '
+                             f'features but the layer has '
+                             f'{layer.weight.shape[0]} output channels')
+        fused = cls._wrap_float(layer, weight_fake_quant)
+        fused.bn = bn
+        fused.bn_frozen = False
+        return fused
+
+    # -- BN statistics switches ------------------------------------------
+    def freeze_bn_stats(self) -> nn.Module:
+        """Use BN running statistics from now on and stop updating them."""
+        self.bn_frozen = True
+        return self
+
+    def update_bn_stats(self) -> nn.Module:
+        """Use batch statistics in train mode and update running ones."""
+        self.bn_frozen = False
+        return self
+
+    # -- folding math ----------------------------------------------------
+    def _bn_scale_shift(self) -> Tuple[Tensor, Tensor]:
+        """``s = gamma / sqrt(running_var + eps)`` and ``b_fold``."""
+        bn = self.bn
+        scale = torch.rsqrt(bn.running_var + bn.eps)
+        if bn.weight is not None:
+            scale = bn.weight * scale
+        bias = -bn.running_mean if self.bias is None \
+            else self.bias - bn.running_mean
+        shift = scale * bias
+        if bn.bias is not None:
+            shift = shift + bn.bias
+        return scale, shift
+
+    def _weight_view(self, scale: Tensor) -> Tensor:
+        """``scale`` broadcastable over the weight's output channels."""
+        return scale.reshape([-1] + [1] * (self.weight.dim() - 1))
+
+    def _output_view(self, scale: Tensor) -> Tensor:
+        """``scale`` broadcastable over the output's channel axis (axis 1 of
+        an ``(N, C, ...)`` conv output, axis 1 of an ``(N, C)`` linear
+        output)."""
+        return scale.reshape([1, -1] + [1] * (self.weight.dim() - 2))
+
+    def get_folded_weight_bias(self) -> Tuple[Tensor, Optional[Tensor]]:
+        """``(W_fold, b_fold)`` from the BN running statistics (detached).
+
+        .. math::
+
+            W_{fold} = \\frac{\\gamma}{\\sqrt{\\sigma^2 + \\epsilon}} W, \\quad
+            b_{fold} = \\beta + \\frac{\\gamma}{\\sqrt{\\sigma^2 + \\epsilon}}
+            (b - \\mu)
+        """
+        with torch.no_grad():
+            scale, shift = self._bn_scale_shift()
+            return self.weight * self._weight_view(scale), shift
+
+    def forward(self, x: Tensor) -> Tensor:
+        """See the module docstring for the two regimes."""
+        scale, shift = self._bn_scale_shift()
+        weight = self.weight_fake_quant(self.weight * self._weight_view(scale))
+        if self.bn_frozen or not self.training:
+            out = self._apply_weight(x, weight, shift)
+        else:
+            out = self._apply_weight(x, weight, None)
+            # A channel with gamma == 0 has a zero folded weight; dividing by
+            # 1 there keeps it 0 instead of 0/0 (BN then outputs beta, as the
+            # float model does).
+            scale = torch.where(scale == 0, torch.ones_like(scale), scale)
+            out = out / self._output_view(scale)
+            if self.bias is not None:
+                out = out + self._output_view(self.bias)
+            out = self.bn(out)
+        return F.relu(out) if self._with_relu else out
+
+    def extra_repr(self) -> str:
+        return f'{super().extra_repr()}, bn_frozen={self.bn_frozen}'
