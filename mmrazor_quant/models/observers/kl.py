@@ -9,42 +9,44 @@ from .histogram_base import BaseHistogramObserver
 
 __all__ = ['KLObserver', 'kl_threshold_bins']
 
-# Candidate thresholds evaluated at once (each is a row of `bins` values).
-_ROWS_PER_BLOCK = 256
-
 
 def _kl_divergences(hist: Tensor, kept: Tensor, num_levels: int) -> Tensor:
     """KL(P_i || Q_i) for each number of kept bins ``i`` in ``kept``.
 
-    ``P_i`` is ``hist[:i]`` with the clipped tail added to its last bin;
-    ``Q_i`` merges ``hist[:i]`` into ``num_levels`` groups of ``i //
+    ``P_i`` is ``hist[:i]`` with the clipped tail ``t_i`` added to its last
+    bin; ``Q_i`` merges ``hist[:i]`` into ``num_levels`` groups of ``m = i //
     num_levels`` bins (the last group takes the rest) and spreads each
-    group's count evenly over the bins where ``P_i`` is non-zero. Both are
-    normalised; empty ``Q`` bins under non-empty ``P`` get a tiny mass.
+    group's count ``S_g`` evenly over its ``n_g`` bins where ``P_i > 0``.
+    Both are normalised (by the total ``N`` and by ``sum(hist[:i])``); an
+    empty ``Q`` bin under a non-empty ``P`` bin gets mass ``1e-12``.
+
+    Since ``q`` is constant on the non-empty bins of a group,
+
+    ``KL = sum_j P_j log P_j / N - log N - sum_g (P_g / N) log(q_g)``
+
+    with ``P_g`` the group sums of ``P_i``, so prefix sums of ``h``,
+    ``[h > 0]`` and ``h log h`` give every candidate in ``O(num_levels)``.
     """
-    bins = hist.numel()
-    j = torch.arange(bins, device=hist.device)[None]
+    zero = hist.new_zeros(1)
+    cum = torch.cat([zero, hist.cumsum(0)])
+    cum_nonzero = torch.cat([zero, (hist > 0).to(hist).cumsum(0)])
+    cum_hlogh = torch.cat([zero, torch.xlogy(hist, hist).cumsum(0)])
+    total = cum[-1]
     i = kept[:, None]
-    inside = j < i
-    sliced = hist[None] * inside
-    tail = hist.sum() - sliced.sum(1, keepdim=True)
-    p = sliced.scatter_add(1, i - 1, tail)
-    group = torch.div(j, i // num_levels, rounding_mode='floor')
-    group = group.clamp(max=num_levels - 1).expand_as(p)
-    non_empty = (p > 0) & inside
-    rows = kept.numel()
-    q_sum = hist.new_zeros(rows, num_levels).scatter_add(1, group, sliced)
-    q_cnt = hist.new_zeros(rows, num_levels).scatter_add(
-        1, group, non_empty.to(hist.dtype))
-    q = torch.where(non_empty,
-                    q_sum.gather(1, group) / q_cnt.gather(1, group).clamp(1),
-                    torch.zeros_like(p))
-    p = p / p.sum(1, keepdim=True)
-    q = q / q.sum(1, keepdim=True).clamp_min(1e-30)
-    ratio = p / q.clamp_min(1e-12)
-    terms = torch.where(non_empty, p * torch.log(ratio.clamp_min(1e-30)),
-                        torch.zeros_like(p))
-    return terms.sum(1)
+    group = torch.arange(num_levels, device=hist.device)[None]
+    is_last = group == num_levels - 1
+    start = group * (i // num_levels)
+    end = torch.where(is_last, i, start + i // num_levels)
+    tail, last_bin = total - cum[i], hist[i - 1]
+    q_sum = cum[end] - cum[start]
+    # The tail can make an empty last bin non-empty in P.
+    n_nonzero = cum_nonzero[end] - cum_nonzero[start] + (
+        is_last & (last_bin == 0) & (tail > 0)).to(hist)
+    p_sum = q_sum + tail * is_last
+    q = q_sum / n_nonzero.clamp_min(1) / cum[i].clamp_min(1e-30)
+    p_log_p = cum_hlogh[i - 1] + torch.xlogy(last_bin + tail, last_bin + tail)
+    cross = torch.xlogy(p_sum, q.clamp_min(1e-12)).sum(1, keepdim=True)
+    return ((p_log_p - cross) / total - torch.log(total))[:, 0]
 
 
 def kl_threshold_bins(hist: Tensor, num_levels: int) -> int:
@@ -63,11 +65,7 @@ def kl_threshold_bins(hist: Tensor, num_levels: int) -> int:
         return bins
     hist = hist.double()
     kept = torch.arange(num_levels, bins + 1, device=hist.device)
-    divergences = torch.cat([
-        _kl_divergences(hist, kept[s:s + _ROWS_PER_BLOCK], num_levels)
-        for s in range(0, kept.numel(), _ROWS_PER_BLOCK)
-    ])
-    return int(kept[divergences.argmin()])
+    return int(kept[_kl_divergences(hist, kept, num_levels).argmin()])
 
 
 @MODELS.register_module()

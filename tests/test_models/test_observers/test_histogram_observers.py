@@ -1,0 +1,187 @@
+"""Histogram (percentile / MSE) and KL observers."""
+import math
+
+import pytest
+import torch
+
+from mmrazor_quant.models.observers import (HistogramMSEObserver,
+                                            HistogramObserver, KLObserver,
+                                            PercentileObserver)
+from mmrazor_quant.models.observers.histogram_base import rebin_histogram
+from mmrazor_quant.models.observers.kl import kl_threshold_bins
+from mmrazor_quant.registry import MODELS
+from mmrazor_quant.structures.quantization import QSchema
+
+INT4_SYM = QSchema(qdtype='qint8', bit=4, is_symmetry=True,
+                   is_symmetric_range=True)
+
+
+def outlier_data(n=20000, outlier=100.0):
+    x = torch.randn(n, generator=torch.Generator().manual_seed(0))
+    x[0] = outlier
+    return x
+
+
+def test_percentile_non_negative_uniform():
+    obs = HistogramObserver(bins=1000, percentile=99.0)
+    obs(torch.linspace(0, 1, 100001))
+    lo, hi = obs.clip_range()
+    assert lo.item() == 0.0  # non-negative data keeps its minimum
+    assert hi.item() == pytest.approx(0.99, abs=1e-3)
+    s, z = obs.calculate_qparams()
+    assert s.item() == pytest.approx(0.99 / 255, rel=2e-3) and z.item() == 0
+
+
+def test_percentile_signed_uses_both_tails():
+    obs = PercentileObserver(QSchema(qdtype='qint8', is_symmetry=True),
+                             bins=2000, percentile=99.0)
+    obs(torch.linspace(-1, 1, 200001))
+    lo, hi = obs.clip_range()
+    # F^-1(0.01) = -0.98 and F^-1(0.99) = 0.98 on U(-1, 1)
+    assert lo.item() == pytest.approx(-0.98, abs=1e-3)
+    assert hi.item() == pytest.approx(0.98, abs=1e-3)
+    s, _ = obs.calculate_qparams()
+    assert s.item() == pytest.approx(0.98 / 127.5, rel=2e-3)
+
+
+def test_percentile_on_gaussian():
+    x = torch.randn(200000, generator=torch.Generator().manual_seed(1))
+    obs = HistogramObserver(bins=2048, percentile=99.0)
+    obs(x)
+    lo, hi = obs.clip_range()
+    # N(0, 1): quantiles at +-2.3263 (empirical tolerance ~0.02)
+    assert hi.item() == pytest.approx(2.3263, abs=0.03)
+    assert lo.item() == pytest.approx(-2.3263, abs=0.03)
+
+
+def test_histogram_grows_and_rebins():
+    gen = torch.Generator().manual_seed(0)
+    a, b = torch.rand(5000, generator=gen), torch.rand(5000, generator=gen) * 2
+    b[0] = 2.0  # the union's range is exactly [0, 2]
+    a[0] = 0.0
+    obs = HistogramObserver(bins=64)
+    obs(a)
+    obs(b)
+    assert obs.hist_min.item() == 0.0 and obs.hist_max.item() == 2.0
+    assert obs.histogram.sum().item() == 10000  # counts preserved
+    # [0, 1] -> [0, 2] merges pairs of bins exactly: matches one histc.
+    direct = torch.histc(torch.cat([a, b]), 64, 0, 2).double()
+    assert (obs.histogram - direct).abs().max().item() <= 2
+
+
+def test_rebin_splits_proportionally():
+    hist = torch.tensor([4.0, 8.0], dtype=torch.float64)  # over [0, 2]
+    # onto [0, 4]: [0, 2] -> 4 + 8, [2, 4] -> 0
+    assert rebin_histogram(hist, 0, 2, 0, 4).tolist() == [12.0, 0.0]
+    # onto [-1, 3]: [-1, 1] -> 4 (half of nothing + bin 0), [1, 3] -> 8
+    assert rebin_histogram(hist, 0, 2, -1, 3).tolist() == [4.0, 8.0]
+    # onto [0, 3] (edge at 1.5): 4 + 8 * 0.5, then 8 * 0.5
+    assert rebin_histogram(hist, 0, 2, 0, 3).tolist() == [8.0, 4.0]
+
+
+def test_constant_input_gives_valid_qparams():
+    obs = HistogramObserver(bins=16)
+    obs(torch.full((10, ), 2.0))
+    s, z = obs.calculate_qparams()
+    assert s.item() == pytest.approx(2.0 / 255, rel=1e-5) and z.item() == 0
+
+
+def brute_force_mse_alpha(centres, counts, amin, amax, scheme, k=100):
+    """Straightforward reference with torch's ATen fake quant."""
+    best, best_err = None, math.inf
+    qmin, qmax = scheme.quant_range
+    for i in range(k, 0, -1):
+        a = i / k
+        amax_c = max(-a * amin, a * amax)
+        scale = amax_c / ((qmax - qmin) / 2)
+        xq = torch.fake_quantize_per_tensor_affine(centres, scale, 0, qmin,
+                                                   qmax)
+        err = float((counts * (xq - centres)**2).sum())
+        if err < best_err:
+            best, best_err = a, err
+    return best
+
+
+def test_histogram_mse_matches_brute_force_and_clips_outlier():
+    x = outlier_data()
+    obs = HistogramMSEObserver(INT4_SYM, bins=512)
+    obs(x)
+    lo, hi = obs.clip_range()
+    edges = obs.bin_edges().float()
+    centres = (edges[:-1] + edges[1:]) / 2
+    alpha = brute_force_mse_alpha(centres, obs.histogram.float(),
+                                  obs.min_val.item(), obs.max_val.item(),
+                                  INT4_SYM)
+    assert hi.item() == pytest.approx(alpha * 100.0, rel=1e-5)
+    assert hi.item() < 0.1 * 100.0  # the outlier is clipped away
+
+
+def reference_kl(hist, nq):
+    """TensorRT's entropy calibration, written plainly with loops."""
+    hist = hist.tolist()
+    best_i, best_kl = None, math.inf
+    for i in range(nq, len(hist) + 1):
+        ref = hist[:i]
+        p = list(ref)
+        p[-1] += sum(hist[i:])
+        merged = i // nq
+        q = [0.0] * i
+        for g in range(nq):
+            start = g * merged
+            stop = i if g == nq - 1 else start + merged
+            total = sum(ref[start:stop])
+            nonzero = [j for j in range(start, stop) if p[j] > 0]
+            for j in nonzero:
+                q[j] = total / len(nonzero)
+        ps, qs = sum(p), sum(q)
+        kl = sum(pj / ps * math.log((pj / ps) / max(qj / qs, 1e-12))
+                 for pj, qj in zip(p, q) if pj > 0)
+        if kl < best_kl - 1e-12:
+            best_i, best_kl = i, kl
+    return best_i
+
+
+@pytest.mark.parametrize('seed', [0, 1, 2])
+def test_kl_threshold_matches_reference(seed):
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(3000, generator=gen).abs()
+    x[:3] = torch.tensor([9.0, 12.0, 15.0])
+    hist = torch.histc(x, 96, 0, float(x.max())).double()
+    assert kl_threshold_bins(hist, 8) == reference_kl(hist, 8)
+    assert kl_threshold_bins(hist, 200) == 96  # more levels than bins
+
+
+def test_kl_observer_clips_outlier():
+    obs = KLObserver(QSchema(qdtype='qint8', is_symmetry=True), bins=2048)
+    obs(outlier_data(n=50000))
+    lo, hi = obs.clip_range()
+    assert obs.num_levels() == 128
+    assert 2.0 < hi.item() < 20.0
+    # the low side is -T, but never beyond the data's minimum
+    assert lo.item() == max(obs.min_val.item(), -hi.item())
+    s, z = obs.calculate_qparams()
+    assert s.item() == pytest.approx(hi.item() / 127.5, rel=1e-6)
+    assert z.item() == 0
+
+
+def test_kl_levels_follow_the_scheme():
+    relu = torch.rand(100)
+    obs = KLObserver(QSchema(qdtype='quint8'), bins=64)
+    obs(relu)
+    assert obs.num_levels() == 256  # one-sided data, unsigned: all levels
+    # 256 levels > 64 bins: no clipping, the max is kept
+    assert obs.clip_range()[1].item() == pytest.approx(relu.max().item())
+    obs = KLObserver(QSchema(qdtype='qint8', bit=4, is_symmetry=True))
+    obs(relu - 0.5)
+    assert obs.num_levels() == 8
+
+
+def test_invalid_arguments():
+    with pytest.raises(ValueError, match=r"method must be one of"):
+        HistogramObserver(method='entropy')
+    with pytest.raises(ValueError, match=r'percentile must be in \(50, 100\]'):
+        HistogramObserver(percentile=120)
+    with pytest.raises(ValueError, match=r'bins must be an int >= 2'):
+        KLObserver(bins=1)
+    assert isinstance(MODELS.build(dict(type='mmrazor_quant.KLObserver')),
+                      KLObserver)
