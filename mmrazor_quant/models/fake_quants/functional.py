@@ -90,9 +90,12 @@ def _fixed_qparams(x: Tensor, scale: Number, zero_point: Number,
     scale = _as_tensor(scale, torch.float32, x.device).detach()
     zero_point = zero_point.detach() if isinstance(zero_point,
                                                    Tensor) else zero_point
-    zero_point = _as_tensor(zero_point, torch.float32, x.device)
-    # A learned float zero-point becomes the integer the backend stores.
-    zero_point = zero_point.round().clamp(quant_min, quant_max).int()
+    if not isinstance(zero_point, Tensor):
+        zero_point = torch.tensor(zero_point, device=x.device)
+    if zero_point.is_floating_point():
+        # A learned float zero-point becomes the integer the backend stores.
+        zero_point = zero_point.round().clamp(quant_min, quant_max)
+    zero_point = zero_point.to(device=x.device, dtype=torch.int32)
     if ch_axis is None:
         if scale.numel() != 1 or zero_point.numel() != 1:
             raise ValueError('per-tensor fake quantization needs one scale '
@@ -292,11 +295,13 @@ def fake_quantize_learnable(
                              f'{zero_point.numel()} zero-points')
     if rounding is RoundingPolicy.HALF_EVEN:
         if axis is None:
-            # The ATen kernel wants shape [1]; reshape keeps the gradient
-            # flowing to a 0-d parameter.
-            return torch._fake_quantize_learnable_per_tensor_affine(
-                x, scale.reshape(1), zero_point.reshape(1), quant_min,
-                quant_max, grad_factor)
+            # One channel of the per-channel kernel: ATen's per-tensor
+            # learnable backward rounds the zero-point differently from its
+            # forward (wrong gradients for negative zero-points) and syncs
+            # with .item(). reshape keeps the gradient reaching a 0-d scale.
+            return torch._fake_quantize_learnable_per_channel_affine(
+                x.reshape(1, -1), scale.reshape(1), zero_point.reshape(1), 0,
+                quant_min, quant_max, grad_factor).reshape(x.shape)
         return torch._fake_quantize_learnable_per_channel_affine(
             x, scale.reshape(-1), zero_point.reshape(-1), axis, quant_min,
             quant_max, grad_factor)

@@ -178,20 +178,23 @@ def test_learnable_gradients_match_lsq_formulas(rounding, axis, bit, signed):
     assert scale.grad.shape == scale.shape and zp.grad.shape == zp.shape
 
 
-def test_learnable_scale_gradient_on_a_hand_worked_example():
-    # s = 0.5, z = 0, grid [-4, 3]: x / s = [-10, -1.2, 0.7, 9]
+@pytest.mark.parametrize('rounding', ROUNDINGS)
+@pytest.mark.parametrize('z', [0.0, -2.0, 2.5])
+def test_learnable_gradients_on_a_hand_worked_example(rounding, z):
+    """s = 0.5, grid [-4, 3]: x / s = [-10, -1.2, 0.7, 9]; the extremes
+    clip. Negative and half-way zero-points are where ATen's per-tensor
+    learnable backward disagrees with its forward."""
     x = torch.tensor([-5.0, -0.6, 0.35, 4.5])
     scale = torch.tensor(0.5, requires_grad=True)
-    zp = torch.tensor(0.0, requires_grad=True)
-    for rounding in ROUNDINGS:
-        scale.grad = zp.grad = None
-        fake_quantize_learnable(x, scale, zp, -4, 3, None, 1.0,
-                                rounding).sum().backward()
-        # qmin + (round(-1.2) + 1.2) + (round(0.7) - 0.7) + qmax
-        assert scale.grad.item() == pytest.approx(-4 + 0.2 + 0.3 + 3,
-                                                  abs=1e-6)
-        # -s for each of the two clipped values
-        assert zp.grad.item() == pytest.approx(-1.0, abs=1e-7)
+    zp = torch.tensor(z, requires_grad=True)
+    fake_quantize_learnable(x, scale, zp, -4, 3, None, 1.0,
+                            rounding).sum().backward()
+    z_int = round(z)  # half-even, as the forward: 2.5 -> 2
+    # (qmin - z) + (round(-1.2) + 1.2) + (round(0.7) - 0.7) + (qmax - z)
+    expected = (-4 - z_int) + 0.2 + 0.3 + (3 - z_int)
+    assert scale.grad.item() == pytest.approx(expected, abs=1e-6)
+    # -s for each of the two clipped values
+    assert zp.grad.item() == pytest.approx(-1.0, abs=1e-7)
 
 
 @pytest.mark.parametrize('rounding', ROUNDINGS)

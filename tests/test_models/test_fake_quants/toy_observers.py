@@ -27,6 +27,12 @@ class ToyMinMaxObserver(BaseObserver):
         self.min_val = torch.minimum(self.min_val, lo)
         self.max_val = torch.maximum(self.max_val, hi)
 
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        for name in ('min_val', 'max_val'):
+            if prefix + name in state_dict:
+                setattr(self, name, torch.empty_like(state_dict[prefix + name]))
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
     @property
     def has_observed(self) -> bool:
         return bool(torch.isfinite(self.min_val).all())

@@ -1,0 +1,168 @@
+"""FakeQuantize and the BaseFakeQuantize machinery it inherits."""
+import pytest
+import torch
+
+from mmrazor_quant.models.fake_quants import FakeQuantize
+from mmrazor_quant.registry import MODELS
+from mmrazor_quant.structures.quantization import QSchema, calculate_qparams
+from .reference import fake_quant_ref
+from .toy_observers import ToyMinMaxObserver, observer
+
+
+def test_observer_then_fake_quant_matches_formula():
+    fq = FakeQuantize(observer(bit=4, qdtype='quint8'))
+    x = torch.randn(16, 3)
+    y = fq(x)
+    scale, zp = calculate_qparams(x.min(), x.max(), fq.qscheme)
+    assert fq.scale.shape == () and fq.zero_point.shape == ()
+    assert fq.scale.dtype == torch.float32 and fq.zero_point.dtype == \
+        torch.int32
+    torch.testing.assert_close(fq.scale, scale, atol=0, rtol=0)
+    assert fq.zero_point.item() == zp.item()
+    assert fq.is_initialized
+    torch.testing.assert_close(y, fake_quant_ref(x, scale, zp, 0, 15),
+                               atol=0, rtol=0)
+
+
+@pytest.mark.parametrize('ch_axis', [0, 1])
+def test_per_channel_on_any_axis(ch_axis):
+    fq = FakeQuantize(
+        observer(per_channel=True, qdtype='qint8', bit=8, is_symmetry=True,
+                 ch_axis=ch_axis))
+    x = torch.randn(4, 6, 3) * torch.arange(1., 7.).reshape(1, 6, 1)
+    y = fq(x)
+    assert fq.scale.shape == (x.shape[ch_axis], )
+    flat = x.movedim(ch_axis, 0).flatten(1)
+    scale, zp = calculate_qparams(flat.min(1).values, flat.max(1).values,
+                                  fq.qscheme)
+    torch.testing.assert_close(fq.scale, scale, atol=0, rtol=0)
+    torch.testing.assert_close(
+        y, fake_quant_ref(x, scale, zp, -128, 127, ch_axis), atol=0, rtol=0)
+
+
+def test_half_away_rounding_from_the_scheme():
+    qscheme = dict(qdtype='qint8', bit=8, is_symmetry=True,
+                   is_symmetric_range=True, rounding='half_away_from_zero')
+    fq = FakeQuantize(observer(**qscheme))
+    x = torch.tensor([-127., 0.5, 1.5, 2.5, 127.]) / 4  # scale is 1/4
+    y = fq(x)
+    assert fq.scale.item() == 0.25
+    assert (y * 4).tolist() == [-127., 1., 2., 3., 127.]
+    fq.qscheme = fq.qscheme.replace(rounding='half_even')
+    assert (fq(x) * 4).tolist() == [-127., 0., 2., 2., 127.]
+
+
+def test_observer_switch_freezes_qparams():
+    fq = FakeQuantize(observer(bit=8))
+    fq(torch.tensor([0., 1.]))
+    frozen = fq.scale.clone()
+    fq.disable_observer()
+    y = fq(torch.tensor([0., 10.]))
+    assert torch.equal(fq.scale, frozen)
+    assert y[1].item() == pytest.approx(1.0)  # clipped at the old range
+    assert fq.observer.max_val.item() == 1.0  # the observer saw nothing
+    fq.enable_observer()
+    fq(torch.tensor([0., 10.]))
+    assert fq.scale.item() == pytest.approx(10. / 255)
+
+
+def test_fake_quant_switch_returns_input_but_still_observes():
+    fq = FakeQuantize(observer(bit=2))
+    fq.disable_fake_quant()
+    x = torch.randn(10)
+    assert fq(x) is x
+    assert fq.is_initialized  # the observer still ran
+    fq.enable_fake_quant()
+    assert not torch.equal(fq(x), x)
+
+
+def test_uncalibrated_forward_and_get_qparams_raise_with_name():
+    fq = FakeQuantize(observer())
+    fq.name = 'backbone.conv1 (weight)'
+    assert fq.observer.name == 'backbone.conv1 (weight)'
+    with pytest.raises(RuntimeError,
+                       match=r'backbone\.conv1 \(weight\) has no qparams'):
+        fq.get_qparams()
+    fq.disable_observer()
+    with pytest.raises(RuntimeError, match='was never calibrated'):
+        fq(torch.randn(3))
+    fq.disable_fake_quant()
+    fq(torch.randn(3))  # a float pass-through is fine
+
+
+def test_get_qparams_returns_detached_copies():
+    fq = FakeQuantize(observer(per_channel=True, qdtype='qint8'))
+    fq(torch.randn(3, 5))
+    scale, zp = fq.get_qparams()
+    assert scale.dtype == torch.float32 and zp.dtype == torch.int32
+    assert scale.shape == zp.shape == (3, )
+    scale.mul_(2)
+    assert not torch.equal(scale, fq.scale)
+
+
+def test_state_dict_round_trip_resizes_per_channel_buffers():
+    src = FakeQuantize(observer(per_channel=True, qdtype='qint8', bit=4))
+    src(torch.randn(7, 2, 3))
+    dst = FakeQuantize(observer(per_channel=True, qdtype='qint8', bit=4))
+    assert dst.scale.shape == (0, )
+    dst.load_state_dict(src.state_dict())
+    assert dst.scale.shape == (7, ) and dst.is_initialized
+    for name in ('scale', 'zero_point'):
+        torch.testing.assert_close(getattr(dst, name), getattr(src, name),
+                                   atol=0, rtol=0)
+    dst.disable_observer()
+    src.disable_observer()
+    x = torch.randn(7, 2, 3)
+    torch.testing.assert_close(dst(x), src(x), atol=0, rtol=0)
+
+
+def test_load_accepts_shape_1_per_tensor_qparams():
+    fq = FakeQuantize(observer())
+    fq(torch.randn(4))
+    state = fq.state_dict()
+    state['scale'] = torch.tensor([0.5])  # torch / MMRazor layout
+    state['zero_point'] = torch.tensor([3])
+    fresh = FakeQuantize(observer())
+    fresh.load_state_dict(state)
+    assert fresh.scale.shape == () and fresh.scale.item() == 0.5
+    assert fresh.zero_point.item() == 3
+
+
+def test_init_qparams_shape():
+    fq = FakeQuantize(observer(per_channel=True))
+    fq.init_qparams_shape(5)
+    assert fq.scale.tolist() == [1.] * 5 and fq.zero_point.tolist() == [0] * 5
+    fq.scale.fill_(2.)
+    fq.init_qparams_shape(5)  # already sized: values kept
+    assert fq.scale.tolist() == [2.] * 5
+    per_tensor = FakeQuantize(observer())
+    per_tensor.init_qparams_shape(5)
+    assert per_tensor.scale.shape == ()
+    with pytest.raises(ValueError, match='num_channels must be a positive'):
+        fq.init_qparams_shape(0)
+
+
+def test_default_zero_point_lies_in_the_range():
+    fq = FakeQuantize(observer(qdtype='qint8'))
+    assert fq.zero_point.item() == 0
+    fq = FakeQuantize(observer(qdtype='quint8'))
+    assert fq.zero_point.item() == 0
+
+
+def test_build_from_config_with_dict_observer():
+    MODELS.register_module(name='_FQTestMinMax', module=ToyMinMaxObserver)
+    try:
+        fq = MODELS.build(
+            dict(type='FakeQuantize', observer=dict(type='_FQTestMinMax'),
+                 qscheme=dict(qdtype='qint8', bit=4, is_symmetry=True)))
+    finally:
+        MODELS._module_dict.pop('_FQTestMinMax')
+    assert isinstance(fq.observer, ToyMinMaxObserver)
+    assert fq.observer.qscheme == fq.qscheme == QSchema(
+        qdtype='qint8', bit=4, is_symmetry=True, is_per_channel=False)
+    assert fq.quant_min == -8 and fq.quant_max == 7
+
+
+def test_a_fake_quant_needs_an_observer_or_a_qscheme():
+    with pytest.raises(ValueError, match='needs an observer or a qscheme'):
+        FakeQuantize(None)
