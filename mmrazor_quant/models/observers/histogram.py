@@ -69,8 +69,9 @@ class HistogramObserver(BaseHistogramObserver):
 
     def quantile(self, q: float) -> Tensor:
         """The value below which a fraction ``q`` of the counts lies."""
-        cdf = torch.cat([self.histogram.new_zeros(1), self.histogram.cumsum(0)])
-        target = torch.tensor([q * float(cdf[-1])], dtype=cdf.dtype)
+        hist = self.histogram
+        cdf = torch.cat([hist.new_zeros(1), hist.cumsum(0)])
+        target = (cdf[-1] * q).reshape(1)
         return interp(target, cdf, self.bin_edges())[0].float()
 
     def _percentile_range(self) -> Tuple[Tensor, Tensor]:

@@ -23,8 +23,9 @@ def rebin_histogram(hist: Tensor, old_lo: float, old_hi: float,
     total count is preserved.
     """
     bins = hist.numel()
-    old_edges = torch.linspace(old_lo, old_hi, bins + 1, dtype=torch.float64)
-    new_edges = torch.linspace(new_lo, new_hi, bins + 1, dtype=torch.float64)
+    kwargs = dict(dtype=torch.float64, device=hist.device)
+    old_edges = torch.linspace(old_lo, old_hi, bins + 1, **kwargs)
+    new_edges = torch.linspace(new_lo, new_hi, bins + 1, **kwargs)
     cdf = torch.cat([hist.new_zeros(1), hist.cumsum(0)])
     return torch.diff(interp(new_edges, old_edges, cdf.double())).to(hist)
 

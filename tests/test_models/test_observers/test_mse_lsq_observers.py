@@ -56,9 +56,7 @@ def test_mse_clips_one_huge_outlier():
 
 @pytest.mark.parametrize('ch_axis', [0, 1])
 def test_per_channel_mse_searches_each_channel(ch_axis):
-    w = randn(3, 4, 500).movedim(0, ch_axis).contiguous() if ch_axis else \
-        randn(3, 4, 500)
-    w = w * 1.0
+    w = randn(3, 4, 500).movedim(0, ch_axis).contiguous()
     obs = PerChannelMSEObserver(QSchema(**INT4_SYM, ch_axis=ch_axis))
     obs(w)
     rows = w.movedim(ch_axis, 0).reshape(w.shape[ch_axis], -1)
