@@ -6,7 +6,7 @@ from mmrazor_quant.models.fake_quants import FakeQuantize
 from mmrazor_quant.registry import MODELS
 from mmrazor_quant.structures.quantization import QSchema, calculate_qparams
 from .reference import fake_quant_ref
-from .toy_observers import ToyMinMaxObserver, observer
+from .helpers import observer
 
 
 def test_observer_then_fake_quant_matches_formula():
@@ -150,14 +150,10 @@ def test_default_zero_point_lies_in_the_range():
 
 
 def test_build_from_config_with_dict_observer():
-    MODELS.register_module(name='_FQTestMinMax', module=ToyMinMaxObserver)
-    try:
-        fq = MODELS.build(
-            dict(type='FakeQuantize', observer=dict(type='_FQTestMinMax'),
-                 qscheme=dict(qdtype='qint8', bit=4, is_symmetry=True)))
-    finally:
-        MODELS._module_dict.pop('_FQTestMinMax')
-    assert isinstance(fq.observer, ToyMinMaxObserver)
+    fq = MODELS.build(
+        dict(type='FakeQuantize', observer=dict(type='MinMaxObserver'),
+             qscheme=dict(qdtype='qint8', bit=4, is_symmetry=True)))
+    assert type(fq.observer).__name__ == 'MinMaxObserver'
     assert fq.observer.qscheme == fq.qscheme == QSchema(
         qdtype='qint8', bit=4, is_symmetry=True, is_per_channel=False)
     assert fq.quant_min == -8 and fq.quant_max == 7

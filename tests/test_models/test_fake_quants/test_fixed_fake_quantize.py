@@ -7,7 +7,7 @@ from mmrazor_quant.models.fake_quants import (FakeQuantize, FixedFakeQuantize,
                                               LSQPlusFakeQuantize,
                                               PACTFakeQuantize)
 from mmrazor_quant.structures.quantization import QSchema
-from .toy_observers import observer
+from .helpers import observer
 
 SCHEMES = [
     (False, dict(qdtype='quint8', bit=8)),

@@ -8,7 +8,7 @@ from mmrazor_quant.models.fake_quants import (LearnableFakeQuantize,
                                               LSQPlusFakeQuantize)
 from mmrazor_quant.registry import MODELS
 from mmrazor_quant.structures.quantization import calculate_qparams
-from .toy_observers import observer
+from .helpers import observer
 
 
 def _calibrated(per_channel=False, **kwargs):

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from mmrazor_quant.models.fake_quants import PACTFakeQuantize
-from .toy_observers import observer
+from .helpers import observer
 
 
 def test_forward_is_the_formula_on_clip_x_0_alpha():

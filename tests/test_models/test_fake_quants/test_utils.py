@@ -6,7 +6,7 @@ from torch import nn
 from mmrazor_quant.models.fake_quants import (
     FakeQuantize, check_calibrated, disable_fake_quant, disable_observer,
     enable_fake_quant, enable_observer, iter_fake_quants, named_fake_quants)
-from .toy_observers import observer
+from .helpers import observer
 
 
 def _model():
