@@ -219,6 +219,11 @@ def insert_activation_fake_quants(root: nn.Module, graphs: Dict[str,
     if container is None:
         container = nn.ModuleDict()
         setattr(root, ACT_FAKE_QUANTS, container)
+    for graph in graphs.values():
+        owner = graph.owning_module
+        # fx checks call_module targets against the graph's owner.
+        if owner is not None and owner is not root:
+            setattr(owner, ACT_FAKE_QUANTS, container)
     names: Dict[str, str] = {}
     inserter = _Inserter(root, container, names, rules, factory)
     for mode, graph in graphs.items():
