@@ -1,12 +1,12 @@
-"""Batch-norm folding during QAT (Krishnamoorthi 2018, sec. 3.2).
+r"""Batch-norm folding during QAT (Krishnamoorthi 2018, sec. 3.2).
 
-With BN running statistics :math:`\\mu, \\sigma^2`, affine
-:math:`\\gamma, \\beta`, and :math:`s = \\gamma / \\sqrt{\\sigma^2 + \\epsilon}`
+With BN running statistics :math:`\mu, \sigma^2`, affine
+:math:`\gamma, \beta`, and :math:`s = \gamma / \sqrt{\sigma^2 + \epsilon}`
 (one per output channel), an inference engine runs the folded layer
 
 .. math::
 
-    W_{fold} = s \\cdot W, \\qquad b_{fold} = \\beta + s \\, (b - \\mu)
+    W_{fold} = s \cdot W, \qquad b_{fold} = \beta + s \, (b - \mu)
 
 so QAT must fake-quantize :math:`W_{fold}`, not :math:`W`. A fused module
 computes, with ``op`` the conv or linear:
@@ -15,15 +15,20 @@ computes, with ``op`` the conv or linear:
 
   .. math::
 
-      y = \\mathrm{BN}\\big(\\mathrm{op}(x, \\mathrm{fq}(W_{fold})) / s + b\\big)
+      y = \mathrm{BN}\big(\mathrm{op}(x, \mathrm{fq}(W_{fold})) / s + b\big)
+        = \mathrm{BN}\big(\mathrm{op}(x, \mathrm{fq}(W_{fold}) / s) + b\big)
 
   where ``BN`` uses the batch statistics and updates the running ones
-  (with fake quant disabled this equals ``BN(op(x, W) + b)``);
+  (with fake quant disabled this equals ``BN(op(x, W) + b)``). The second
+  form (``op`` is linear in its weight), used here, applies :math:`1/s` to
+  the weight instead of the activation, so a step costs one ``op`` and no
+  extra activation-sized passes; gradients reach :math:`\gamma` through
+  :math:`W_{fold}`, :math:`1/s` and the BN, as in the first form;
 * BN statistics frozen (:meth:`FusedBnMixin.freeze_bn_stats`), or eval mode:
 
   .. math::
 
-      y = \\mathrm{op}(x, \\mathrm{fq}(W_{fold})) + b_{fold}
+      y = \mathrm{op}(x, \mathrm{fq}(W_{fold})) + b_{fold}
 
   exactly what the deployed integer model computes; nothing is updated.
 """
@@ -125,20 +130,14 @@ class FusedBnMixin:
         """``scale`` broadcastable over the weight's output channels."""
         return scale.reshape([-1] + [1] * (self.weight.dim() - 1))
 
-    def _output_view(self, scale: Tensor) -> Tensor:
-        """``scale`` broadcastable over the output's channel axis (axis 1 of
-        an ``(N, C, ...)`` conv output, axis 1 of an ``(N, C)`` linear
-        output)."""
-        return scale.reshape([1, -1] + [1] * (self.weight.dim() - 2))
-
     def get_folded_weight_bias(self) -> Tuple[Tensor, Optional[Tensor]]:
-        """``(W_fold, b_fold)`` from the BN running statistics (detached).
+        r"""``(W_fold, b_fold)`` from the BN running statistics (detached).
 
         .. math::
 
-            W_{fold} = \\frac{\\gamma}{\\sqrt{\\sigma^2 + \\epsilon}} W, \\quad
-            b_{fold} = \\beta + \\frac{\\gamma}{\\sqrt{\\sigma^2 + \\epsilon}}
-            (b - \\mu)
+            W_{fold} = \frac{\gamma}{\sqrt{\sigma^2 + \epsilon}} W, \quad
+            b_{fold} = \beta + \frac{\gamma}{\sqrt{\sigma^2 + \epsilon}}
+            (b - \mu)
         """
         with torch.no_grad():
             scale, shift = self._bn_scale_shift()
@@ -151,14 +150,16 @@ class FusedBnMixin:
         if self.bn_frozen or not self.training:
             out = self._apply_weight(x, weight, shift)
         else:
-            out = self._apply_weight(x, weight, None)
-            # A channel with gamma == 0 has a zero folded weight; dividing by
-            # 1 there keeps it 0 instead of 0/0 (BN then outputs beta, as the
-            # float model does).
-            scale = torch.where(scale == 0, torch.ones_like(scale), scale)
-            out = out / self._output_view(scale)
-            if self.bias is not None:
-                out = out + self._output_view(self.bias)
+            # op(x, fq(W_fold)) / s == op(x, fq(W_fold) / s) per output
+            # channel, as op is linear in its weight: scaling the weight
+            # instead of the output keeps the step at one conv with no extra
+            # activation-sized passes (forward or backward). A channel with
+            # gamma == 0 has a zero folded weight; scaling it by 1 keeps it
+            # 0 instead of 0 * inf (BN then outputs beta, as the float model).
+            inv_scale = torch.where(scale == 0, torch.ones_like(scale),
+                                    scale).reciprocal()
+            out = self._apply_weight(x, weight * self._weight_view(inv_scale),
+                                     self.bias)
             out = self.bn(out)
         return F.relu(out) if self._with_relu else out
 

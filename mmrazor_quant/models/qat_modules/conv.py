@@ -1,11 +1,11 @@
-"""QAT convolutions: a float conv whose weight is fake-quantized.
+r"""QAT convolutions: a float conv whose weight is fake-quantized.
 
 ``QATConv{1,2,3}d`` subclass ``nn.Conv{1,2,3}d`` (so ``isinstance`` checks,
 ``padding_mode`` and initialisers keep working) and compute
 
 .. math::
 
-    y = \\mathrm{conv}(x, \\mathrm{fq}(W)) + b
+    y = \mathrm{conv}(x, \mathrm{fq}(W)) + b
 
 where ``fq`` is ``weight_fake_quant``. ``ConvReLU{1,2,3}d`` add
 ``max(y, 0)``.
@@ -129,11 +129,11 @@ class QATConv1d(_QATConvNd, nn.Conv1d):
 
 @MODELS.register_module()
 class QATConv2d(_QATConvNd, nn.Conv2d):
-    """``nn.Conv2d`` with a fake-quantized weight.
+    r"""``nn.Conv2d`` with a fake-quantized weight.
 
     .. math::
 
-        y = \\mathrm{conv2d}(x, \\mathrm{fq}(W), b)
+        y = \mathrm{conv2d}(x, \mathrm{fq}(W), b)
 
     Build it with :meth:`from_float`; the weight fake quant is the
     submodule ``weight_fake_quant``.

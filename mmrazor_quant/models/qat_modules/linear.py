@@ -1,8 +1,8 @@
-"""QAT linear layers: a float ``nn.Linear`` whose weight is fake-quantized.
+r"""QAT linear layers: a float ``nn.Linear`` whose weight is fake-quantized.
 
 .. math::
 
-    y = x \\, \\mathrm{fq}(W)^T + b
+    y = x \, \mathrm{fq}(W)^T + b
 
 ``LinearReLU`` adds ``max(y, 0)``.
 """
@@ -30,11 +30,11 @@ def linear_like(cls: type, linear: nn.Module) -> nn.Module:
 
 @MODELS.register_module()
 class QATLinear(nn.Linear):
-    """``nn.Linear`` with a fake-quantized weight.
+    r"""``nn.Linear`` with a fake-quantized weight.
 
     .. math::
 
-        y = x \\, \\mathrm{fq}(W)^T + b
+        y = x \, \mathrm{fq}(W)^T + b
 
     Build it with :meth:`from_float`; the weight fake quant is the
     submodule ``weight_fake_quant``.

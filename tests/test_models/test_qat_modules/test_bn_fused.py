@@ -11,7 +11,7 @@ from mmrazor_quant.models.qat_modules import (ConvBn2d, ConvBnReLU2d,
                                               LinearBn1d, LinearBnReLU1d,
                                               freeze_bn_stats,
                                               update_bn_stats)
-from .stand_ins import (StandInFakeQuantize, per_channel_fake_quant,
+from .helpers import (make_fake_quant, per_channel_fake_quant,
                         randomize_bn)
 
 CONVS = {
@@ -30,7 +30,7 @@ def _float_and_fused(kind, with_relu, fake_quant=False):
     ref = nn.Sequential(conv, bn, relu)
     fused_cls = ConvBnReLU2d if with_relu else ConvBn2d
     fused = fused_cls.from_float(
-        copy.deepcopy(conv), copy.deepcopy(bn), StandInFakeQuantize())
+        copy.deepcopy(conv), copy.deepcopy(bn), make_fake_quant())
     fused.weight_fake_quant.enable_fake_quant(fake_quant)
     return ref, fused, torch.randn(8, conv.in_channels, 9, 9)
 
@@ -166,7 +166,7 @@ def test_linear_bn(fused_cls, frozen):
     act = nn.ReLU() if fused_cls is LinearBnReLU1d else nn.Identity()
     ref = nn.Sequential(linear, bn, act)
     fused = fused_cls.from_float(
-        copy.deepcopy(linear), copy.deepcopy(bn), StandInFakeQuantize())
+        copy.deepcopy(linear), copy.deepcopy(bn), make_fake_quant())
     fused.weight_fake_quant.disable_fake_quant()
     if frozen:
         fused.freeze_bn_stats()
@@ -195,13 +195,13 @@ def test_from_float_errors():
     conv = nn.Conv2d(3, 4, 1)
     with pytest.raises(ValueError, match='track_running_stats=False'):
         ConvBn2d.from_float(conv, nn.BatchNorm2d(4, track_running_stats=False),
-                            StandInFakeQuantize())
+                            make_fake_quant())
     with pytest.raises(ValueError, match='BN has 5 features but the layer '
                        'has 4 output channels'):
-        ConvBn2d.from_float(conv, nn.BatchNorm2d(5), StandInFakeQuantize())
+        ConvBn2d.from_float(conv, nn.BatchNorm2d(5), make_fake_quant())
     with pytest.raises(TypeError, match='expects a BatchNorm2d, got '
                        'BatchNorm1d'):
-        ConvBn2d.from_float(conv, nn.BatchNorm1d(4), StandInFakeQuantize())
+        ConvBn2d.from_float(conv, nn.BatchNorm1d(4), make_fake_quant())
 
 
 def test_state_dict_holds_bn_under_fused_module():
@@ -209,3 +209,20 @@ def test_state_dict_holds_bn_under_fused_module():
     keys = set(fused.state_dict())
     assert {'weight', 'bias', 'bn.weight', 'bn.running_var',
             'weight_fake_quant.scale'} <= keys
+
+
+def test_lsq_scale_is_sized_and_learns_through_fused_module():
+    from .helpers import qconfig
+    handler = qconfig('mmrazor_quant.LearnableFakeQuantize',
+                      'mmrazor_quant.LSQPerChannelObserver')
+    conv = nn.Conv2d(3, 5, 3, bias=False)
+    bn = randomize_bn(nn.BatchNorm2d(5))
+    fused = ConvBn2d.from_float(conv, bn, handler.build_weight_fake_quant())
+    scale = fused.weight_fake_quant.scale
+    assert isinstance(scale, nn.Parameter) and scale.shape == (5, )
+    # The optimizer, built now, must keep training the same tensor.
+    params = {id(p) for p in fused.parameters()}
+    fused(torch.randn(4, 3, 6, 6)).square().sum().backward()
+    assert fused.weight_fake_quant.scale is scale and id(scale) in params
+    assert scale.grad is not None and scale.grad.abs().sum() > 0
+    assert bn.weight.grad.abs().sum() > 0

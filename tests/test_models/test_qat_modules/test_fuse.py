@@ -13,7 +13,7 @@ from mmrazor_quant.models.qat_modules import (ConvBn2d, ConvBnReLU2d,
 from mmrazor_quant.models.quantizers.passes.fuse import fuse_conv_bn
 from mmrazor_quant.models.quantizers.passes.swap_qat_modules import \
     swap_qat_modules
-from .stand_ins import randomize_bn, set_fake_quant, stand_in_factory
+from .helpers import fake_quant_factory, randomize_bn, set_fake_quant
 
 
 class Block(nn.Module):
@@ -61,7 +61,7 @@ def test_fuse_basic_block_with_shared_relu():
     ref = copy.deepcopy(model)
     graphs = _trace_modes(model)
 
-    names = fuse_conv_bn(model, graphs, stand_in_factory)
+    names = fuse_conv_bn(model, graphs, fake_quant_factory)
 
     assert names == ['conv1', 'conv2', 'conv3', 'fc']
     assert [type(getattr(model, n)) for n in names] == [
@@ -102,7 +102,7 @@ def test_fuse_basic_block_with_shared_relu():
 def test_fuse_without_relu():
     model = Block()
     graphs = _trace_modes(model, ('tensor', ))
-    fuse_conv_bn(model, graphs, stand_in_factory, fuse_relu=False)
+    fuse_conv_bn(model, graphs, fake_quant_factory, fuse_relu=False)
     assert type(model.conv1) is ConvBn2d and type(model.fc) is LinearBn1d
     assert _call_targets(graphs['tensor']) == [
         'conv1', 'relu', 'conv2', 'relu', 'conv3', 'fc'
@@ -120,7 +120,7 @@ def test_fuse_resnet_cifar_two_modes():
     ref.eval()  # mmcls ResNet.train() returns None: no chaining
     graphs = _trace_modes(model, ('tensor', 'predict'))
 
-    names = fuse_conv_bn(model, graphs, stand_in_factory)
+    names = fuse_conv_bn(model, graphs, fake_quant_factory)
 
     # stem + 8 blocks x 2 convs + 3 downsample convs
     assert len(names) == 20
@@ -143,7 +143,7 @@ def test_fuse_resnet_cifar_two_modes():
         for got, want in zip(gm(x), ref(x)):
             torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
 
-    assert swap_qat_modules(model, graphs, stand_in_factory) == []
+    assert swap_qat_modules(model, graphs, fake_quant_factory) == []
 
 
 class TwoModes(nn.Module):
@@ -173,7 +173,7 @@ def test_mismatching_modes_raise_and_leave_model_alone():
     with pytest.raises(ValueError, match=r"module 'conv' is followed by BN "
                        r"'bn' in mode 'tensor' but by no fusable BN in mode "
                        r"'loss'(.|\n)*node: %conv"):
-        fuse_conv_bn(model, graphs, stand_in_factory)
+        fuse_conv_bn(model, graphs, fake_quant_factory)
     assert type(model.conv) is nn.Conv2d and type(model.bn) is nn.BatchNorm2d
     assert 'bn' in _call_targets(graphs['tensor'])
 
@@ -190,8 +190,8 @@ def test_relu_mismatch_between_modes_raises():
     graphs = _trace_concrete_modes(model)
     with pytest.raises(ValueError, match="BN 'bn' → ReLU in mode 'tensor' "
                        "but by BN 'bn' in mode 'loss'"):
-        fuse_conv_bn(model, graphs, stand_in_factory)
-    assert fuse_conv_bn(model, graphs, stand_in_factory,
+        fuse_conv_bn(model, graphs, fake_quant_factory)
+    assert fuse_conv_bn(model, graphs, fake_quant_factory,
                         fuse_relu=False) == ['conv']
 
 
@@ -206,7 +206,7 @@ def test_shared_bn_raises():
     with pytest.raises(ValueError, match="BN module 'bn' is also called "
                        "outside its conv → BN chain in mode 'tensor'"):
         fuse_conv_bn(model, _trace_modes(model, ('tensor', )),
-                     stand_in_factory)
+                     fake_quant_factory)
 
 
 def test_build_errors_name_the_module():
@@ -216,7 +216,7 @@ def test_build_errors_name_the_module():
     with pytest.raises(ValueError, match=r"cannot fuse 'conv' with BN 'bn' "
                        r"into ConvBn2d\n  node: %conv(.|\n)*"
                        'track_running_stats=False') as info:
-        fuse_conv_bn(model, graphs, stand_in_factory)
+        fuse_conv_bn(model, graphs, fake_quant_factory)
     assert isinstance(info.value.__cause__, ValueError)
     assert type(model.conv) is nn.Conv2d
 
@@ -230,7 +230,7 @@ def test_build_errors_name_the_module():
 def test_skip():
     model = Block()
     graphs = _trace_modes(model, ('tensor', ))
-    names = fuse_conv_bn(model, graphs, stand_in_factory,
+    names = fuse_conv_bn(model, graphs, fake_quant_factory,
                          skip=lambda name: name == 'conv2')
     assert names == ['conv1', 'conv3', 'fc']
     assert type(model.conv2) is nn.Conv2d and type(model.bn2) is nn.BatchNorm2d
@@ -257,7 +257,7 @@ def test_swap_qat_modules(fuse_relu):
     model = Plain()
     ref = copy.deepcopy(model)
     graphs = _trace_modes(model)
-    names = swap_qat_modules(model, graphs, stand_in_factory,
+    names = swap_qat_modules(model, graphs, fake_quant_factory,
                              fuse_relu=fuse_relu)
     assert names == ['conv', 'conv2', 'fc']
     assert type(model.conv) is (ConvReLU2d if fuse_relu else QATConv2d)
@@ -275,10 +275,10 @@ def test_swap_qat_modules(fuse_relu):
 def test_swap_after_fuse_and_skip():
     model = Block()
     graphs = _trace_modes(model, ('tensor', ))
-    fuse_conv_bn(model, graphs, stand_in_factory,
+    fuse_conv_bn(model, graphs, fake_quant_factory,
                  skip=lambda name: name == 'conv2')
     fused = model.conv1
-    names = swap_qat_modules(model, graphs, stand_in_factory,
+    names = swap_qat_modules(model, graphs, fake_quant_factory,
                              skip=lambda name: name == 'fc')
     assert names == ['conv2']
     assert model.conv1 is fused and type(model.conv2) is QATConv2d
