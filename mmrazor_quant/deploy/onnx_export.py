@@ -1,0 +1,190 @@
+"""Export a deploy model to standard QDQ ONNX (contract 7 of DESIGN.md)."""
+import os
+import os.path as osp
+import tempfile
+import warnings
+from typing import Dict, List, Optional
+
+import onnx
+import torch
+from onnx import TensorProto, helper, numpy_helper
+from torch import nn
+
+from .qdq_fake_quantize import QDQFakeQuantize
+
+__all__ = [
+    'export_onnx', 'prepare_qdq_export', 'fix_zero_point_types',
+    'INPUT_NAME', 'OUTPUT_NAME', 'MIN_OPSET', 'DEFAULT_OPSET'
+]
+
+INPUT_NAME, OUTPUT_NAME = 'input', 'output'
+#: Per-channel QuantizeLinear (``axis``) appeared in opset 13.
+MIN_OPSET = 13
+#: The dynamo exporter's lowest opset.
+DYNAMO_MIN_OPSET = 18
+#: Understood by onnxruntime, OpenVINO and TensorRT >= 8.6.
+DEFAULT_OPSET = 17
+
+
+def prepare_qdq_export(model: nn.Module, opset: int) -> int:
+    """Pick each fake quant's ONNX container type for ``opset``.
+
+    Args:
+        model (nn.Module): A deploy model.
+        opset (int): The target opset.
+
+    Returns:
+        int: How many fake quants the model has.
+
+    Raises:
+        ValueError: If ``opset`` is below :data:`MIN_OPSET`, or a fake
+            quant's range or rounding cannot be exported at ``opset`` (the
+            message names every such fake quant).
+    """
+    if opset < MIN_OPSET:
+        raise ValueError(f'opset must be >= {MIN_OPSET} (per-channel '
+                         f'QuantizeLinear), got {opset}')
+    errors, count = [], 0
+    for module in model.modules():
+        if isinstance(module, QDQFakeQuantize):
+            count += 1
+            try:
+                module.prepare_export(opset, _export_mode(opset))
+            except ValueError as e:
+                errors.append(str(e))
+    if errors:
+        raise ValueError(f'{len(errors)} fake quant(s) cannot be exported '
+                         f'at opset {opset}:\n  ' + '\n  '.join(errors))
+    return count
+
+
+def _export_mode(opset: int) -> str:
+    # The dynamo exporter produces opset >= 18 only (its down-conversion
+    # breaks ReduceMean); below, the TorchScript exporter maps torch's
+    # fake-quant ops to Q/DQ itself.
+    return 'symbolic' if opset >= DYNAMO_MIN_OPSET else 'aten'
+
+
+def _q_types(graph: onnx.GraphProto) -> Dict[str, int]:
+    """Element type of each quantized tensor, as the exporter declared it."""
+    types = {v.name: v.type.tensor_type.elem_type for v in graph.value_info}
+    return types
+
+
+def fix_zero_point_types(model: onnx.ModelProto) -> int:
+    """Retype zero-point initializers to their Q/DQ's integer type.
+
+    torch has no 4-bit (or ONNX-compatible uint16) tensors, so such
+    zero-points are exported in a wider container; ONNX requires the
+    zero-point to have the type of the quantized tensor.
+
+    Args:
+        model (onnx.ModelProto): Modified in place.
+
+    Returns:
+        int: How many initializers were retyped.
+    """
+    graph = model.graph
+    inits = {t.name: t for t in graph.initializer}
+    declared = _q_types(graph)
+    fixed = set()
+    for node in graph.node:
+        if node.op_type not in ('QuantizeLinear', 'DequantizeLinear') or \
+                len(node.input) < 3:
+            continue
+        q_name = node.output[0] if node.op_type == 'QuantizeLinear' \
+            else node.input[0]
+        want = declared.get(q_name)
+        if want is None and q_name in inits:
+            want = inits[q_name].data_type
+        zp = inits.get(node.input[2])
+        if want is None or zp is None or zp.data_type == want:
+            continue
+        values = numpy_helper.to_array(zp).astype('int64')
+        zp.CopyFrom(
+            helper.make_tensor(zp.name, want, list(zp.dims),
+                               values.flatten().tolist()))
+        fixed.add(zp.name)
+    return len(fixed)
+
+
+def _torch_export(model: nn.Module, example_input: torch.Tensor, path: str,
+                  opset: int, dynamic_batch: bool) -> None:
+    dynamo = opset >= DYNAMO_MIN_OPSET
+    kwargs = dict(dynamo=dynamo, opset_version=opset)
+    if dynamo:
+        kwargs.update(external_data=False)
+        if dynamic_batch:
+            kwargs.update(dynamic_shapes={
+                'inputs': {0: torch.export.Dim('batch')}})
+    elif dynamic_batch:
+        kwargs.update(dynamic_axes={INPUT_NAME: [0], OUTPUT_NAME: [0]})
+    with warnings.catch_warnings():
+        # The exporters' chatter about torch.export internals and
+        # deprecations is not actionable for users.
+        warnings.simplefilter('ignore')
+        torch.onnx.export(
+            model, (example_input, ),
+            path,
+            input_names=[INPUT_NAME],
+            output_names=[OUTPUT_NAME],
+            verbose=False,
+            **kwargs)
+
+
+def export_onnx(model: nn.Module,
+                example_input: torch.Tensor,
+                path: Optional[str] = None,
+                opset: int = DEFAULT_OPSET,
+                dynamic_batch: bool = True) -> onnx.ModelProto:
+    """Export a deploy model (see :func:`build_deploy_model`) to QDQ ONNX.
+
+    Each :class:`QDQFakeQuantize` becomes ``QuantizeLinear`` →
+    ``DequantizeLinear`` of the default domain (0-d per-tensor scales,
+    ``axis`` per channel), preceded by a ``Max``/``Min`` clip where the grid
+    is narrower than its container type; a float model exports as float.
+    The result passes ``onnx.checker`` (full check).
+
+    Args:
+        model (nn.Module): The deploy model (eval mode).
+        example_input (Tensor): An input batch (its batch size need not be
+            the deployed one when ``dynamic_batch``).
+        path (str, optional): Where to write the ``.onnx`` (atomically:
+            nothing is written on error). Defaults to None (not written).
+        opset (int): Target opset; 4-bit grids need 21. Defaults to
+            :data:`DEFAULT_OPSET`.
+        dynamic_batch (bool): Make axis 0 of input and output symbolic.
+            Defaults to True.
+
+    Returns:
+        onnx.ModelProto: The exported model.
+
+    Raises:
+        ValueError: If a fake quant cannot be exported at ``opset``.
+    """
+    prepare_qdq_export(model, opset)
+    model = model.eval()
+    if dynamic_batch and example_input.shape[0] < 2:
+        # torch.export specialises a dimension of size 1.
+        example_input = example_input.expand(2, *example_input.shape[1:])
+    with tempfile.TemporaryDirectory() as tmpdir:
+        raw = osp.join(tmpdir, 'raw.onnx')
+        _torch_export(model, example_input, raw, opset,
+                      dynamic_batch)
+        onnx_model = onnx.load(raw)
+    fix_zero_point_types(onnx_model)
+    onnx_model.producer_name = 'mmrazor_quant'
+    onnx.checker.check_model(onnx_model, full_check=True)
+    if path is not None:
+        from .atomic import atomic_output
+        with atomic_output(path) as tmp:
+            onnx.save(onnx_model, tmp)
+    return onnx_model
+
+
+def list_qdq_nodes(model: onnx.ModelProto) -> List[onnx.NodeProto]:
+    """The QuantizeLinear/DequantizeLinear nodes of ``model``, in order."""
+    return [
+        n for n in model.graph.node
+        if n.op_type in ('QuantizeLinear', 'DequantizeLinear')
+    ]

@@ -1,0 +1,153 @@
+"""How closely an exported model, run in its real runtime, follows the
+PyTorch simulation (contract 8 of DESIGN.md)."""
+import math
+from dataclasses import asdict, dataclass
+from typing import Iterable, Optional, Union
+
+import numpy as np
+import torch
+from torch import Tensor, fx
+
+from .qdq_fake_quantize import QDQFakeQuantize
+from .runtimes import load_runtime
+
+__all__ = ['ParityReport', 'compare_outputs', 'check_parity', 'output_step']
+
+
+@dataclass
+class ParityReport:
+    """Agreement of a runtime's outputs with the simulation's.
+
+    Attributes:
+        runtime (str): ``'onnxruntime'`` or ``'openvino'``.
+        num_samples (int): Inputs compared.
+        top1_agreement (float): Fraction of inputs whose arg-max matches.
+        max_abs_diff (float): Largest absolute output difference.
+        output_step (float): The quantization step of the last quantized
+            tensor before the output (the unit of ``max_step_diff``).
+        max_step_diff (float): ``max_abs_diff / output_step``.
+        sqnr_db (float): Output SQNR, ``10 log10(sum(y_sim^2) /
+            sum((y_rt - y_sim)^2))`` in dB (``inf`` if identical).
+    """
+    runtime: str
+    num_samples: int
+    top1_agreement: float
+    max_abs_diff: float
+    output_step: float
+    max_step_diff: float
+    sqnr_db: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def format(self) -> str:
+        """One line per figure, for the command line."""
+        return '\n'.join([
+            f'parity with the simulation ({self.runtime}, '
+            f'{self.num_samples} samples):',
+            f'  top-1 agreement : {100 * self.top1_agreement:.2f} %',
+            f'  max |difference|: {self.max_abs_diff:.4g} '
+            f'({self.max_step_diff:.2f} quantization steps of '
+            f'{self.output_step:.4g})',
+            f'  output SQNR     : {self.sqnr_db:.1f} dB',
+        ])
+
+
+def output_step(model: fx.GraphModule) -> float:
+    """The scale of the last activation fake quant on the path to the
+    output (following first arguments back), or 1.0 if there is none."""
+    modules = dict(model.named_modules())
+    node = next(n for n in reversed(model.graph.nodes) if n.op == 'output')
+    while node is not None:
+        module = modules.get(str(node.target)) \
+            if node.op == 'call_module' else None
+        if isinstance(module, QDQFakeQuantize) and not module.is_per_channel:
+            return float(module.scale)
+        args = [a for a in node.all_input_nodes]
+        node = args[0] if args else None
+    return 1.0
+
+
+def compare_outputs(reference: np.ndarray,
+                    actual: np.ndarray,
+                    runtime: str = 'runtime',
+                    step: float = 1.0) -> ParityReport:
+    """Compare two ``(N, num_classes)`` output arrays.
+
+    Args:
+        reference (np.ndarray): Simulation outputs.
+        actual (np.ndarray): Runtime outputs.
+        runtime (str): Name for the report. Defaults to ``'runtime'``.
+        step (float): Unit of ``max_step_diff``. Defaults to 1.0.
+
+    Raises:
+        ValueError: If the shapes differ or there is no sample.
+    """
+    reference = np.asarray(reference, dtype=np.float64)
+    actual = np.asarray(actual, dtype=np.float64)
+    if reference.shape != actual.shape or reference.size == 0:
+        raise ValueError(f'cannot compare outputs of shapes '
+                         f'{reference.shape} and {actual.shape}')
+    flat_ref = reference.reshape(len(reference), -1)
+    flat_act = actual.reshape(len(actual), -1)
+    noise = float(((flat_act - flat_ref)**2).sum())
+    signal = float((flat_ref**2).sum())
+    sqnr = math.inf if noise == 0 else 10 * math.log10(
+        max(signal, 1e-30) / noise)
+    max_abs = float(np.abs(flat_act - flat_ref).max())
+    return ParityReport(
+        runtime=runtime,
+        num_samples=len(reference),
+        top1_agreement=float(
+            (flat_ref.argmax(1) == flat_act.argmax(1)).mean()),
+        max_abs_diff=max_abs,
+        output_step=step,
+        max_step_diff=max_abs / step,
+        sqnr_db=sqnr)
+
+
+def _batches(inputs: Union[Tensor, Iterable[Tensor]],
+             batch_size: int) -> Iterable[Tensor]:
+    if isinstance(inputs, Tensor):
+        yield from inputs.split(batch_size)
+    else:
+        yield from inputs
+
+
+@torch.no_grad()
+def check_parity(model: fx.GraphModule,
+                 onnx_path: str,
+                 inputs: Union[Tensor, Iterable[Tensor]],
+                 runtime: str = 'onnxruntime',
+                 batch_size: int = 64,
+                 step: Optional[float] = None) -> ParityReport:
+    """Run ``onnx_path`` in ``runtime`` and ``model`` (the deploy model, or
+    any module computing the simulation) on the same inputs and compare.
+
+    Args:
+        model (fx.GraphModule): The simulation (e.g. from
+            :func:`build_deploy_model`), called as ``model(x)``.
+        onnx_path (str): The exported model.
+        inputs (Tensor | Iterable[Tensor]): Preprocessed input batches, or
+            one tensor split into ``batch_size`` chunks.
+        runtime (str): ``'onnxruntime'`` or ``'openvino'``. Defaults to
+            ``'onnxruntime'``.
+        batch_size (int): Chunk size for a tensor ``inputs``. Defaults to 64.
+        step (float, optional): Unit of the step difference. Defaults to
+            :func:`output_step` of ``model``.
+
+    Returns:
+        ParityReport: The comparison.
+    """
+    run = load_runtime(runtime, onnx_path)
+    model = model.eval()
+    sims, outs = [], []
+    for batch in _batches(inputs, batch_size):
+        batch = batch.float().contiguous()
+        sims.append(model(batch).numpy())
+        outs.append(run(batch.numpy()))
+    if step is None:
+        step = output_step(model) if isinstance(model, fx.GraphModule) \
+            else 1.0
+    return compare_outputs(
+        np.concatenate(sims), np.concatenate(outs), runtime, step)

@@ -1,0 +1,213 @@
+"""A frozen fake quant that exports as ONNX ``QuantizeLinear``/``DequantizeLinear``.
+
+Outside of an ONNX export it is exactly :class:`FixedFakeQuantize`. Under
+``torch.onnx.is_in_onnx_export()`` its forward emits the standard ONNX ops
+through :func:`torch.onnx.ops.symbolic` (the dynamo exporter turns them into
+nodes of the default domain), so nothing is patched globally.
+
+The integer grid ``[quant_min, quant_max]`` is stored in the smallest ONNX
+integer type that holds it (:func:`onnx_qtype`). ``QuantizeLinear`` saturates
+to that type's full range, so a narrower grid (``[-127, 127]`` in int8, a
+7-bit ``[0, 127]`` in uint8) is first clipped in float to
+``[(quant_min - z) s, (quant_max - z) s]``: ``round(clip(x) / s) + z`` then
+lands on ``quant_min``/``quant_max`` exactly where the simulation's clamp
+does.
+"""
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+import torch
+from torch import Tensor
+
+from mmrazor_quant.models.fake_quants import (BaseFakeQuantize,
+                                              FixedFakeQuantize)
+from mmrazor_quant.structures.quantization import RoundingPolicy
+
+__all__ = ['QDQFakeQuantize', 'OnnxQType', 'onnx_qtype']
+
+
+@dataclass(frozen=True)
+class OnnxQType:
+    """An ONNX integer tensor type used as a quantization container.
+
+    Attributes:
+        name (str): ONNX name, e.g. ``'INT8'``.
+        elem_type (int): ``onnx.TensorProto`` element type.
+        qmin (int): Smallest value of the type.
+        qmax (int): Largest value of the type.
+        min_opset (int): First opset whose ``QuantizeLinear`` accepts it.
+        torch_dtype (torch.dtype): dtype holding the zero-point while
+            exporting (4-bit zero-points are retyped afterwards).
+    """
+    name: str
+    elem_type: int
+    qmin: int
+    qmax: int
+    min_opset: int
+    torch_dtype: torch.dtype
+
+    @property
+    def bits(self) -> int:
+        return (self.qmax - self.qmin + 1).bit_length() - 1
+
+
+# Smallest first: the grid goes into the first type that holds it.
+_QTYPES = (
+    OnnxQType('UINT4', 21, 0, 15, 21, torch.uint8),
+    OnnxQType('INT4', 22, -8, 7, 21, torch.int8),
+    OnnxQType('UINT8', 2, 0, 255, 10, torch.uint8),
+    OnnxQType('INT8', 3, -128, 127, 10, torch.int8),
+    OnnxQType('UINT16', 4, 0, 65535, 21, torch.int32),
+    OnnxQType('INT16', 5, -32768, 32767, 21, torch.int16),
+)
+
+
+def onnx_qtype(quant_min: int, quant_max: int, opset: int,
+               name: str = 'fake quant') -> OnnxQType:
+    """The smallest ONNX integer type holding ``[quant_min, quant_max]`` that
+    ``QuantizeLinear`` of ``opset`` accepts.
+
+    Args:
+        quant_min (int): Smallest integer of the grid.
+        quant_max (int): Largest integer of the grid.
+        opset (int): Target ONNX opset.
+        name (str): Name used in the error message.
+
+    Returns:
+        OnnxQType: The container type.
+
+    Raises:
+        ValueError: If no type of ``opset`` holds the range (e.g. 4-bit
+            below opset 21, 16-bit below opset 21).
+    """
+    for qtype in _QTYPES:
+        fits = qtype.qmin <= quant_min and quant_max <= qtype.qmax
+        if fits and opset >= qtype.min_opset:
+            return qtype
+    smallest = next((q for q in _QTYPES
+                     if q.qmin <= quant_min and quant_max <= q.qmax), None)
+    hint = (f'; {smallest.name} needs opset >= {smallest.min_opset}'
+            if smallest else '')
+    raise ValueError(
+        f'{name}: the integer range [{quant_min}, {quant_max}] has no '
+        f'QuantizeLinear type at opset {opset}{hint}')
+
+
+class QDQFakeQuantize(FixedFakeQuantize):
+    """:class:`FixedFakeQuantize` that exports as standard ONNX Q/DQ.
+
+    Call :meth:`prepare_export` with the target opset before exporting; it
+    validates the scheme for ONNX and picks the container type.
+
+    Attributes:
+        qtype (OnnxQType, optional): Container type chosen by
+            :meth:`prepare_export`.
+    """
+
+    qtype: Optional[OnnxQType] = None
+    #: ``'symbolic'``: emit Q/DQ with :func:`torch.onnx.ops.symbolic` (the
+    #: dynamo exporter, opset >= 18); ``'aten'``: call torch's fake-quant
+    #: ops on the container range, which the TorchScript exporter maps to
+    #: Q/DQ (opset 13..17).
+    export_mode: str = 'symbolic'
+
+    @classmethod
+    def from_fake_quant(cls, fake_quant: BaseFakeQuantize
+                        ) -> 'QDQFakeQuantize':
+        """Freeze a calibrated fake quant (see
+        :meth:`FixedFakeQuantize.from_fake_quant`); always in eval mode."""
+        return super().from_fake_quant(fake_quant).eval()
+
+    def prepare_export(self, opset: int,
+                       export_mode: str = 'symbolic') -> OnnxQType:
+        """Choose the ONNX container type for ``opset``.
+
+        Args:
+            opset (int): The target ONNX opset.
+            export_mode (str): ``'symbolic'`` or ``'aten'`` (see
+                :attr:`export_mode`). Defaults to ``'symbolic'``.
+
+        Returns:
+            OnnxQType: The chosen type.
+
+        Raises:
+            ValueError: If the rounding is not ONNX's (half to even), the
+                range has no type at ``opset``, or per-channel qparams are
+                used below opset 13.
+        """
+        if self.qscheme.rounding is not RoundingPolicy.HALF_EVEN:
+            raise ValueError(
+                f'{self.name}: ONNX QuantizeLinear rounds half to even, but '
+                f'this fake quant rounds {self.qscheme.rounding.value}')
+        if self.is_per_channel and opset < 13:
+            raise ValueError(f'{self.name}: per-channel QuantizeLinear '
+                             f'needs opset >= 13, got {opset}')
+        self.export_mode = export_mode
+        self.qtype = onnx_qtype(self.quant_min, self.quant_max, opset,
+                                self.name)
+        # Cast once here so the exported graph holds a typed initializer
+        # rather than a Cast node.
+        self.register_buffer(
+            'onnx_zero_point',
+            self.zero_point.to(self.qtype.torch_dtype),
+            persistent=False)
+        return self.qtype
+
+    @property
+    def needs_clip(self) -> bool:
+        """Whether the grid is narrower than its container type."""
+        qtype = self._require_qtype()
+        return (self.quant_min, self.quant_max) != (qtype.qmin, qtype.qmax)
+
+    def clip_bounds(self) -> Tuple[Tensor, Tensor]:
+        """Float ``((quant_min - z) s, (quant_max - z) s)``, shaped to
+        broadcast against the input."""
+        scale, zero_point = self.scale, self.zero_point.float()
+        low = (self.quant_min - zero_point) * scale
+        high = (self.quant_max - zero_point) * scale
+        return low, high
+
+    def _require_qtype(self) -> OnnxQType:
+        if self.qtype is None:
+            raise RuntimeError(f'{self.name}: call prepare_export(opset) '
+                               'before exporting')
+        return self.qtype
+
+    def _clip(self, x: Tensor) -> Tensor:
+        if not self.needs_clip:
+            return x
+        low, high = self.clip_bounds()
+        if self.is_per_channel:
+            shape = [1] * x.dim()
+            shape[self.ch_axis] = -1
+            low, high = low.reshape(shape), high.reshape(shape)
+        return torch.maximum(torch.minimum(x, high), low)
+
+    def _aten_qdq(self, x: Tensor) -> Tensor:
+        qtype = self.qtype
+        if self.is_per_channel:
+            return torch.fake_quantize_per_channel_affine(
+                x, self.scale, self.zero_point, self.ch_axis, qtype.qmin,
+                qtype.qmax)
+        return torch.fake_quantize_per_tensor_affine(
+            x, self.scale, self.zero_point, qtype.qmin, qtype.qmax)
+
+    def _onnx_qdq(self, x: Tensor) -> Tensor:
+        qtype = self._require_qtype()
+        x = self._clip(x)
+        if self.export_mode == 'aten':
+            return self._aten_qdq(x)
+        attrs = {'axis': self.ch_axis} if self.is_per_channel else {}
+        zero_point = self.onnx_zero_point
+        q = torch.onnx.ops.symbolic(
+            'QuantizeLinear', (x, self.scale, zero_point), attrs,
+            dtype=qtype.elem_type, shape=x.shape, version=21)
+        return torch.onnx.ops.symbolic(
+            'DequantizeLinear', (q, self.scale, zero_point), attrs,
+            dtype=x.dtype, shape=x.shape, version=21)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """The simulation, or ONNX Q/DQ while exporting."""
+        if torch.onnx.is_in_onnx_export():
+            return self._onnx_qdq(x)
+        return super().forward(x)
