@@ -70,7 +70,8 @@ class BaseQuantizer(BaseModule):
 
     def _weight_fake_quant(self, name: str, module: nn.Module) -> nn.Module:
         qconfig, _ = self.qconfig_for(name, module)
-        fake_quant = (qconfig or self.qconfig).build_weight_fake_quant()
+        assert qconfig is not None, f'{name} is kept float'
+        fake_quant = qconfig.build_weight_fake_quant()
         fake_quant.name = f'{name} (weight)'
         return fake_quant
 
@@ -120,7 +121,8 @@ class BaseQuantizer(BaseModule):
 
         graphs = self.trace(model, forward_modes)
         self._modules_cache = dict(model.named_modules())
-        fuse_conv_bn(model, graphs, self._weight_fake_quant)
+        fuse_conv_bn(
+            model, graphs, self._weight_fake_quant, skip=self._keep_float)
         self._modules_cache = dict(model.named_modules())
         swap_qat_modules(
             model, graphs, self._weight_fake_quant, skip=self._keep_float)
