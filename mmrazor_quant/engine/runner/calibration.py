@@ -142,6 +142,8 @@ def calibrate(model: nn.Module,
             done += 1
             if bar is not None:
                 bar.update()
+    if bar is not None:
+        bar.file.write('\n')  # the bar leaves the cursor on its line
     disable_observer(model)
     enable_fake_quant(model)
     if done < steps:

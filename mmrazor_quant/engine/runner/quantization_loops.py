@@ -406,5 +406,5 @@ class QATValLoop(ValLoop):
             self.run_iter(idx, data_batch)
         metrics = self.evaluator.evaluate(len(self.dataloader.dataset))
         metrics = {prefix + key: value for key, value in metrics.items()}
-        metrics.update(mean_losses(self.val_loss, prefix + 'val/'))
+        metrics.update(mean_losses(self.val_loss, prefix))
         return metrics
