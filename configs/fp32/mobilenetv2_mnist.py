@@ -1,0 +1,46 @@
+_base_ = [
+    'mmcls::_base_/models/mobilenet_v2_1x.py',
+    '../_base_/datasets/mnist5k.py',
+    '../_base_/schedules/mnist5k_adamw_cosine.py',
+    '../_base_/default_runtime.py',
+]
+
+# mmcls's MobileNetV2 has a fixed 3-channel stem, so the gray digits are
+# repeated into three identical channels.
+train_pipeline = [
+    dict(type='RandomCrop', crop_size=28, padding=2),
+    dict(type='mmrazor_quant.GrayToRGB'),
+    dict(type='PackClsInputs'),
+]
+test_pipeline = [
+    dict(type='mmrazor_quant.GrayToRGB'),
+    dict(type='PackClsInputs'),
+]
+data_preprocessor = dict(mean=[33.32] * 3, std=[78.57] * 3)
+
+model = dict(head=dict(num_classes=10, topk=(1, )))
+
+train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
+val_dataloader = dict(dataset=dict(pipeline=test_pipeline))
+test_dataloader = val_dataloader
+
+# Ten epochs: MobileNetV2 trains from scratch more slowly than the ResNet,
+# but each epoch costs about half as much.
+max_epochs = 10
+train_cfg = dict(max_epochs=max_epochs)
+param_scheduler = [
+    dict(
+        type='LinearLR',
+        start_factor=0.1,
+        by_epoch=True,
+        begin=0,
+        end=1,
+        convert_to_iter_based=True),
+    dict(
+        type='CosineAnnealingLR',
+        eta_min=0.0,
+        by_epoch=True,
+        begin=1,
+        end=max_epochs,
+        convert_to_iter_based=True),
+]

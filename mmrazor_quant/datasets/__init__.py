@@ -1,0 +1,9 @@
+"""Datasets and transforms of mmrazor_quant; importing registers them."""
+from .mnist5k import (MNIST5k, find_mnist5k_file, load_mnist5k_arrays,
+                      split_mnist5k_indices)
+from .transforms import GrayToRGB
+
+__all__ = [
+    'MNIST5k', 'GrayToRGB', 'find_mnist5k_file', 'load_mnist5k_arrays',
+    'split_mnist5k_indices'
+]
