@@ -1,1 +1,37 @@
+"""Deploy: BN folding, standard QDQ ONNX export per backend, side files and
+runtime parity checks. Nothing here patches torch at import."""
+from .deploy_model import build_deploy_model
+from .exporters import (BaseExporter, ExportResult, ONNXRuntimeExporter,
+                        OpenVINOExporter, TensorRTExporter)
+from .onnx_export import export_onnx
+from .parity import ParityReport, check_parity, compare_outputs
+from .qdq_fake_quantize import QDQFakeQuantize
+from .weight_quantized_layer import WeightQuantizedLayer
 
+__all__ = [
+    'build_deploy_model', 'export_onnx', 'QDQFakeQuantize',
+    'WeightQuantizedLayer', 'BaseExporter', 'ExportResult',
+    'ONNXRuntimeExporter', 'OpenVINOExporter', 'TensorRTExporter',
+    'ParityReport', 'check_parity', 'compare_outputs', 'export_model'
+]
+
+
+def export_model(qmodel, example_input, onnx_path: str,
+                 backend: str = 'onnxruntime', **kwargs) -> ExportResult:
+    """Export a calibrated model with the exporter registered as
+    ``backend`` (``'onnxruntime'``, ``'openvino'``, ``'tensorrt'``).
+
+    Args:
+        qmodel (MMArchitectureQuant): The calibrated model.
+        example_input (Tensor): A preprocessed input batch.
+        onnx_path (str): Where to write the ``.onnx``.
+        backend (str): Registered exporter name. Defaults to
+            ``'onnxruntime'``.
+        **kwargs: Exporter arguments (``opset``, ``implicit``, ...).
+
+    Returns:
+        ExportResult: The files written.
+    """
+    from mmrazor_quant.registry import EXPORTERS
+    exporter = EXPORTERS.build(dict(type=backend, **kwargs))
+    return exporter.export(qmodel, example_input, onnx_path)

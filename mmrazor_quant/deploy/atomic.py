@@ -3,33 +3,39 @@ import contextlib
 import os
 import os.path as osp
 import tempfile
-from typing import Iterator
+from typing import Iterator, List, Sequence
 
-__all__ = ['atomic_output']
+__all__ = ['atomic_outputs']
 
 
 @contextlib.contextmanager
-def atomic_output(path: str) -> Iterator[str]:
-    """Yield a temporary path beside ``path``; rename it to ``path`` only if
-    the block succeeds, delete it otherwise.
+def atomic_outputs(paths: Sequence[str]) -> Iterator[List[str]]:
+    """Yield one temporary path beside each of ``paths``; rename them all to
+    ``paths`` only if the block succeeds, delete them otherwise.
 
-    A failed export therefore never leaves a partial or stale-looking file
-    where the user expects the result (an older file at ``path`` is kept).
+    A failed export therefore never leaves a partial file, nor a model
+    without its side files, where the user expects the result.
 
     Args:
-        path (str): The final file path; its directory is created.
+        paths (Sequence[str]): Final file paths; directories are created.
 
     Yields:
-        str: The temporary path to write to.
+        list[str]: The temporary paths to write to, in the same order.
     """
-    directory = osp.dirname(osp.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(
-        prefix=f'.{osp.basename(path)}.', suffix='.tmp', dir=directory)
-    os.close(fd)
+    tmps = []
     try:
-        yield tmp
-        os.replace(tmp, path)
+        for path in paths:
+            directory = osp.dirname(osp.abspath(path))
+            os.makedirs(directory, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(
+                prefix=f'.{osp.basename(path)}.', suffix='.tmp',
+                dir=directory)
+            os.close(fd)
+            tmps.append(tmp)
+        yield tmps
+        for tmp, path in zip(tmps, paths):
+            os.replace(tmp, path)
     finally:
-        if osp.exists(tmp):
-            os.remove(tmp)
+        for tmp in tmps:
+            if osp.exists(tmp):
+                os.remove(tmp)

@@ -26,12 +26,17 @@ DYNAMO_MIN_OPSET = 18
 DEFAULT_OPSET = 17
 
 
-def prepare_qdq_export(model: nn.Module, opset: int) -> int:
+def prepare_qdq_export(model: nn.Module,
+                       opset: int,
+                       clip_narrow_range: bool = True) -> int:
     """Pick each fake quant's ONNX container type for ``opset``.
 
     Args:
         model (nn.Module): A deploy model.
         opset (int): The target opset.
+        clip_narrow_range (bool): Clip before ``QuantizeLinear`` where the
+            grid is narrower than its type (exact parity with the
+            simulation). Defaults to True.
 
     Returns:
         int: How many fake quants the model has.
@@ -49,7 +54,8 @@ def prepare_qdq_export(model: nn.Module, opset: int) -> int:
         if isinstance(module, QDQFakeQuantize):
             count += 1
             try:
-                module.prepare_export(opset, _export_mode(opset))
+                module.prepare_export(opset, _export_mode(opset),
+                                      clip_narrow_range)
             except ValueError as e:
                 errors.append(str(e))
     if errors:
@@ -136,7 +142,8 @@ def export_onnx(model: nn.Module,
                 example_input: torch.Tensor,
                 path: Optional[str] = None,
                 opset: int = DEFAULT_OPSET,
-                dynamic_batch: bool = True) -> onnx.ModelProto:
+                dynamic_batch: bool = True,
+                clip_narrow_range: bool = True) -> onnx.ModelProto:
     """Export a deploy model (see :func:`build_deploy_model`) to QDQ ONNX.
 
     Each :class:`QDQFakeQuantize` becomes ``QuantizeLinear`` →
@@ -155,6 +162,8 @@ def export_onnx(model: nn.Module,
             :data:`DEFAULT_OPSET`.
         dynamic_batch (bool): Make axis 0 of input and output symbolic.
             Defaults to True.
+        clip_narrow_range (bool): See :func:`prepare_qdq_export`.
+            Defaults to True.
 
     Returns:
         onnx.ModelProto: The exported model.
@@ -162,7 +171,7 @@ def export_onnx(model: nn.Module,
     Raises:
         ValueError: If a fake quant cannot be exported at ``opset``.
     """
-    prepare_qdq_export(model, opset)
+    prepare_qdq_export(model, opset, clip_narrow_range)
     model = model.eval()
     if dynamic_batch and example_input.shape[0] < 2:
         # torch.export specialises a dimension of size 1.
@@ -176,8 +185,8 @@ def export_onnx(model: nn.Module,
     onnx_model.producer_name = 'mmrazor_quant'
     onnx.checker.check_model(onnx_model, full_check=True)
     if path is not None:
-        from .atomic import atomic_output
-        with atomic_output(path) as tmp:
+        from .atomic import atomic_outputs
+        with atomic_outputs([path]) as (tmp, ):
             onnx.save(onnx_model, tmp)
     return onnx_model
 

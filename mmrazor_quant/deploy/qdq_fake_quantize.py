@@ -65,7 +65,8 @@ _QTYPES = (
 def onnx_qtype(quant_min: int, quant_max: int, opset: int,
                name: str = 'fake quant') -> OnnxQType:
     """The smallest ONNX integer type holding ``[quant_min, quant_max]`` that
-    ``QuantizeLinear`` of ``opset`` accepts.
+    ``QuantizeLinear`` of ``opset`` accepts; grids of at most 4 bits need
+    INT4/UINT4 (opset >= 21) and are never widened.
 
     Args:
         quant_min (int): Smallest integer of the grid.
@@ -80,12 +81,16 @@ def onnx_qtype(quant_min: int, quant_max: int, opset: int,
         ValueError: If no type of ``opset`` holds the range (e.g. 4-bit
             below opset 21, 16-bit below opset 21).
     """
-    for qtype in _QTYPES:
-        fits = qtype.qmin <= quant_min and quant_max <= qtype.qmax
-        if fits and opset >= qtype.min_opset:
-            return qtype
     smallest = next((q for q in _QTYPES
                      if q.qmin <= quant_min and quant_max <= q.qmax), None)
+    # A 4-bit grid must ship as 4-bit: widening it to int8 would silently
+    # double the weight size and hide that the opset cannot express it.
+    if smallest is not None and (smallest.bits > 4
+                                 or opset >= smallest.min_opset):
+        for qtype in _QTYPES[_QTYPES.index(smallest):]:
+            fits = qtype.qmin <= quant_min and quant_max <= qtype.qmax
+            if fits and opset >= qtype.min_opset:
+                return qtype
     hint = (f'; {smallest.name} needs opset >= {smallest.min_opset}'
             if smallest else '')
     raise ValueError(
@@ -110,6 +115,10 @@ class QDQFakeQuantize(FixedFakeQuantize):
     #: ops on the container range, which the TorchScript exporter maps to
     #: Q/DQ (opset 13..17).
     export_mode: str = 'symbolic'
+    #: Clip to the grid before ``QuantizeLinear`` when it is narrower than
+    #: its container type (exact parity). TensorRT fuses only bare Q/DQ
+    #: pairs, so its exporter turns this off.
+    clip_narrow_range: bool = True
 
     @classmethod
     def from_fake_quant(cls, fake_quant: BaseFakeQuantize
@@ -119,13 +128,16 @@ class QDQFakeQuantize(FixedFakeQuantize):
         return super().from_fake_quant(fake_quant).eval()
 
     def prepare_export(self, opset: int,
-                       export_mode: str = 'symbolic') -> OnnxQType:
+                       export_mode: str = 'symbolic',
+                       clip_narrow_range: bool = True) -> OnnxQType:
         """Choose the ONNX container type for ``opset``.
 
         Args:
             opset (int): The target ONNX opset.
             export_mode (str): ``'symbolic'`` or ``'aten'`` (see
                 :attr:`export_mode`). Defaults to ``'symbolic'``.
+            clip_narrow_range (bool): See :attr:`clip_narrow_range`.
+                Defaults to True.
 
         Returns:
             OnnxQType: The chosen type.
@@ -143,6 +155,7 @@ class QDQFakeQuantize(FixedFakeQuantize):
             raise ValueError(f'{self.name}: per-channel QuantizeLinear '
                              f'needs opset >= 13, got {opset}')
         self.export_mode = export_mode
+        self.clip_narrow_range = clip_narrow_range
         self.qtype = onnx_qtype(self.quant_min, self.quant_max, opset,
                                 self.name)
         # Cast once here so the exported graph holds a typed initializer
@@ -174,7 +187,7 @@ class QDQFakeQuantize(FixedFakeQuantize):
         return self.qtype
 
     def _clip(self, x: Tensor) -> Tensor:
-        if not self.needs_clip:
+        if not (self.clip_narrow_range and self.needs_clip):
             return x
         low, high = self.clip_bounds()
         if self.is_per_channel:

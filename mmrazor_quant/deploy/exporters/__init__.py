@@ -1,0 +1,10 @@
+"""One exporter per deploy target, registered in ``EXPORTERS``."""
+from .base import BaseExporter, ExportResult
+from .onnxruntime_exporter import ONNXRuntimeExporter
+from .openvino_exporter import OpenVINOExporter
+from .tensorrt_exporter import TensorRTExporter
+
+__all__ = [
+    'BaseExporter', 'ExportResult', 'ONNXRuntimeExporter',
+    'OpenVINOExporter', 'TensorRTExporter'
+]

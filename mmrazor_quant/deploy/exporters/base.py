@@ -1,0 +1,139 @@
+"""The common export pipeline of every backend."""
+import json
+import os.path as osp
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+import onnx
+import torch
+from torch import fx, nn
+
+from ..atomic import atomic_outputs
+from ..deploy_model import build_deploy_model
+from ..onnx_export import DEFAULT_OPSET, export_onnx
+from ..qdq_fake_quantize import QDQFakeQuantize
+from ..qparams_table import fake_quant_qparams, onnx_qparams
+
+__all__ = ['BaseExporter', 'ExportResult']
+
+
+@dataclass
+class ExportResult:
+    """What an export wrote.
+
+    Attributes:
+        onnx_path (str): The model.
+        files (dict): Every file written, by role (``'onnx'``,
+            ``'qparams'``, ...).
+        deploy_model (fx.GraphModule): The simulation the files implement.
+        onnx_model (onnx.ModelProto): The exported model.
+    """
+    onnx_path: str
+    files: Dict[str, str]
+    deploy_model: fx.GraphModule
+    onnx_model: onnx.ModelProto = field(repr=False)
+
+
+class BaseExporter:
+    """Build the deploy model, check the backend can run it, write the QDQ
+    ONNX and a JSON of every tensor's qparams (``<stem>.qparams.json``).
+
+    All files are written at once at the end: on any error, nothing is
+    left behind (an older export at the same path is kept).
+
+    Args:
+        opset (int, optional): Target opset. Defaults to 21 if a grid needs
+            4 bits, else :data:`DEFAULT_OPSET`.
+        dynamic_batch (bool): Symbolic batch axis. Defaults to True.
+    """
+    #: Registry name of the backend.
+    backend: str = 'base'
+    #: Clip where a grid is narrower than its ONNX type (see
+    #: :class:`QDQFakeQuantize`).
+    clip_narrow_range: bool = True
+
+    def __init__(self, opset: Optional[int] = None,
+                 dynamic_batch: bool = True) -> None:
+        self.opset = opset
+        self.dynamic_batch = dynamic_batch
+
+    # -- hooks for backends ----------------------------------------------
+    def check_model(self, model: fx.GraphModule) -> None:
+        """Raise ValueError if the backend cannot run ``model``'s qparams."""
+
+    def side_files(self, onnx_model: onnx.ModelProto, model: fx.GraphModule,
+                   stem: str) -> Dict[str, object]:
+        """Extra JSON files, ``{path: content}``."""
+        return {}
+
+    def final_model(self, onnx_model: onnx.ModelProto) -> onnx.ModelProto:
+        """The model written to the ``.onnx`` file."""
+        return onnx_model
+
+    def verify_loads(self, path: str) -> None:
+        """Check that the backend's runtime loads ``path``."""
+
+    # -- pipeline -------------------------------------------------------
+    def _opset(self, model: nn.Module) -> int:
+        if self.opset is not None:
+            return self.opset
+        four_bit = any(
+            m.quant_max - m.quant_min < 16 for m in model.modules()
+            if isinstance(m, QDQFakeQuantize))
+        return 21 if four_bit else DEFAULT_OPSET
+
+    def export(self, qmodel: nn.Module, example_input: torch.Tensor,
+               onnx_path: str) -> ExportResult:
+        """Export a calibrated ``MMArchitectureQuant``.
+
+        Args:
+            qmodel (MMArchitectureQuant): The calibrated model.
+            example_input (Tensor): A preprocessed input batch.
+            onnx_path (str): Where to write the model; side files go beside
+                it, named after its stem.
+
+        Returns:
+            ExportResult: The files written.
+
+        Raises:
+            RuntimeError: If fake quants were never calibrated.
+            ValueError: If the backend or the opset cannot represent the
+                model's quantization.
+        """
+        model = build_deploy_model(qmodel)
+        self.check_model(model)
+        onnx_model = export_onnx(
+            model,
+            example_input,
+            opset=self._opset(model),
+            dynamic_batch=self.dynamic_batch,
+            clip_narrow_range=self.clip_narrow_range)
+        stem = osp.splitext(onnx_path)[0]
+        files = {
+            f'{stem}.qparams.json':
+            dict(
+                backend=self.backend,
+                onnx_tensors=onnx_qparams(onnx_model),
+                fake_quants=fake_quant_qparams(model))
+        }
+        files.update(self.side_files(onnx_model, model, stem))
+        final = self.final_model(onnx_model)
+        paths = [onnx_path] + list(files)
+        with atomic_outputs(paths) as tmps:
+            onnx.save(final, tmps[0])
+            self.verify_loads(tmps[0])
+            for tmp, content in zip(tmps[1:], files.values()):
+                with open(tmp, 'w') as f:
+                    json.dump(content, f, indent=1)
+        roles = {'onnx': onnx_path}
+        roles.update({_role(p, stem): p for p in files})
+        return ExportResult(onnx_path, roles, model, final)
+
+
+def _role(path: str, stem: str) -> str:
+    return path[len(stem) + 1:].rsplit('.', 1)[0]
+
+
+def quantized_tensors(model: nn.Module) -> List[QDQFakeQuantize]:
+    """The fake quants of a deploy model."""
+    return [m for m in model.modules() if isinstance(m, QDQFakeQuantize)]

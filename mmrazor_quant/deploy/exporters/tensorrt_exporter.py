@@ -1,0 +1,78 @@
+"""Exporter for TensorRT: explicit QDQ, or implicit float + ranges."""
+from typing import Dict
+
+import numpy as np
+import onnx
+from torch import fx
+
+from mmrazor_quant.registry import EXPORTERS
+from ..qparams_table import strip_qdq
+from .base import BaseExporter, quantized_tensors
+
+__all__ = ['TensorRTExporter']
+
+
+@EXPORTERS.register_module(name='tensorrt')
+@EXPORTERS.register_module()
+class TensorRTExporter(BaseExporter):
+    """ONNX for TensorRT's int8 modes.
+
+    * explicit (default): QDQ ONNX; TensorRT fuses each bare Q/DQ pair into
+      the consuming op, so no clip is added before ``QuantizeLinear`` (the
+      ``[-127, 127]`` grid then also reaches -128, below the calibrated
+      range);
+    * ``implicit=True``: the float model (Q/DQ pairs removed, weights on
+      their grid) plus ``<stem>.ranges.json`` mapping each quantized ONNX
+      tensor to its dynamic range ``amax = scale * 127`` (what
+      ``ITensor.set_dynamic_range(-amax, amax)`` takes).
+
+    TensorRT's int8 is signed symmetric with zero-point 0.
+
+    Args:
+        implicit (bool): Write the implicit-mode files. Defaults to False.
+        **kwargs: See :class:`BaseExporter`.
+
+    Raises:
+        ValueError: From :meth:`export` if a fake quant is unsigned, has a
+            non-zero zero-point or is not 8-bit (each one is named).
+    """
+    backend = 'tensorrt'
+    clip_narrow_range = False
+
+    def __init__(self, implicit: bool = False, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.implicit = implicit
+
+    def check_model(self, model: fx.GraphModule) -> None:
+        bad = []
+        for fq in quantized_tensors(model):
+            if fq.quant_min >= 0 or fq.quant_max > 127 or \
+                    fq.quant_min < -128:
+                bad.append(f'{fq.name}: range [{fq.quant_min}, '
+                           f'{fq.quant_max}] is not signed 8-bit')
+            elif bool((fq.zero_point != 0).any()):
+                bad.append(f'{fq.name}: non-zero zero-point (asymmetric)')
+        if bad:
+            raise ValueError(
+                'tensorrt needs signed symmetric int8 qparams with '
+                "zero-point 0 (TensorRTQuantizer, qdtype='qint8', "
+                'is_symmetry=True); found:\n  ' + '\n  '.join(bad))
+
+    def side_files(self, onnx_model: onnx.ModelProto, model: fx.GraphModule,
+                   stem: str) -> Dict[str, object]:
+        if not self.implicit:
+            return {}
+        _, pairs = strip_qdq(onnx_model)
+        ranges = {}
+        for name, scale, _ in pairs:
+            # Weights are per channel; TensorRT's implicit mode takes one
+            # range per tensor, so the largest is the per-tensor range.
+            ranges[name] = float(np.max(scale)) * 127.0
+        return {f'{stem}.ranges.json': ranges}
+
+    def final_model(self, onnx_model: onnx.ModelProto) -> onnx.ModelProto:
+        if not self.implicit:
+            return onnx_model
+        float_model, _ = strip_qdq(onnx_model)
+        onnx.checker.check_model(float_model, full_check=True)
+        return float_model

