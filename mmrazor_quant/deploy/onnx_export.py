@@ -71,47 +71,47 @@ def _export_mode(opset: int) -> str:
     return 'symbolic' if opset >= DYNAMO_MIN_OPSET else 'aten'
 
 
-def _q_types(graph: onnx.GraphProto) -> Dict[str, int]:
-    """Element type of each quantized tensor, as the exporter declared it."""
-    types = {v.name: v.type.tensor_type.elem_type for v in graph.value_info}
-    return types
-
-
 def fix_zero_point_types(model: onnx.ModelProto) -> int:
-    """Retype zero-point initializers to their Q/DQ's integer type.
+    """Give each ``QuantizeLinear`` carrying ``output_dtype`` (opset 21) a
+    zero-point initializer of that type, shared with its DequantizeLinear.
 
-    torch has no 4-bit (or ONNX-compatible uint16) tensors, so such
-    zero-points are exported in a wider container; ONNX requires the
-    zero-point to have the type of the quantized tensor.
+    torch has no 4-bit (nor ONNX-compatible uint16) tensors, so such
+    zero-points are exported in a wider container (and the exporter may
+    merge equal ones); ONNX requires the zero-point to have the type of the
+    quantized tensor.
 
     Args:
         model (onnx.ModelProto): Modified in place.
 
     Returns:
-        int: How many initializers were retyped.
+        int: How many zero-points were retyped.
     """
     graph = model.graph
     inits = {t.name: t for t in graph.initializer}
-    declared = _q_types(graph)
-    fixed = set()
+    consumers: Dict[str, List[onnx.NodeProto]] = {}
     for node in graph.node:
-        if node.op_type not in ('QuantizeLinear', 'DequantizeLinear') or \
-                len(node.input) < 3:
+        consumers.setdefault(node.input[0], []).append(node)
+    fixed = 0
+    for node in list(graph.node):
+        want = next((a.i for a in node.attribute
+                     if a.name == 'output_dtype'), 0)
+        if node.op_type != 'QuantizeLinear' or not want or \
+                len(node.input) < 3 or node.input[2] not in inits:
             continue
-        q_name = node.output[0] if node.op_type == 'QuantizeLinear' \
-            else node.input[0]
-        want = declared.get(q_name)
-        if want is None and q_name in inits:
-            want = inits[q_name].data_type
-        zp = inits.get(node.input[2])
-        if want is None or zp is None or zp.data_type == want:
+        old = inits[node.input[2]]
+        if old.data_type == want:
             continue
-        values = numpy_helper.to_array(zp).astype('int64')
-        zp.CopyFrom(
-            helper.make_tensor(zp.name, want, list(zp.dims),
+        values = numpy_helper.to_array(old).astype('int64')
+        name = f'{node.output[0]}_zero_point'
+        graph.initializer.append(
+            helper.make_tensor(name, want, list(old.dims),
                                values.flatten().tolist()))
-        fixed.add(zp.name)
-    return len(fixed)
+        node.input[2] = name
+        for dq in consumers.get(node.output[0], []):
+            if dq.op_type == 'DequantizeLinear' and len(dq.input) > 2:
+                dq.input[2] = name
+        fixed += 1
+    return fixed
 
 
 def _torch_export(model: nn.Module, example_input: torch.Tensor, path: str,

@@ -212,8 +212,11 @@ class QDQFakeQuantize(FixedFakeQuantize):
             return self._aten_qdq(x)
         attrs = {'axis': self.ch_axis} if self.is_per_channel else {}
         zero_point = self.onnx_zero_point
+        # output_dtype (opset 21) tells the exporter's post-pass which
+        # 4/16-bit type the wider torch zero-point stands for.
+        q_attrs = dict(attrs, output_dtype=qtype.elem_type)
         q = torch.onnx.ops.symbolic(
-            'QuantizeLinear', (x, self.scale, zero_point), attrs,
+            'QuantizeLinear', (x, self.scale, zero_point), q_attrs,
             dtype=qtype.elem_type, shape=x.shape, version=21)
         return torch.onnx.ops.symbolic(
             'DequantizeLinear', (q, self.scale, zero_point), attrs,
