@@ -18,7 +18,8 @@ from mmengine.registry import Registry
 
 __all__ = [
     'MODELS', 'MODEL_WRAPPERS', 'TASK_UTILS', 'LOOPS', 'HOOKS', 'DATASETS',
-    'TRANSFORMS', 'METRICS', 'EXPORTERS', 'register_all_modules'
+    'TRANSFORMS', 'METRICS', 'EXPORTERS', 'register_all_modules',
+    'build_in_scope'
 ]
 
 # Algorithms, quantizers, observers, fake quants and QAT modules.
@@ -80,3 +81,13 @@ def register_all_modules(init_default_scope: bool = True) -> None:
             not DefaultScope.check_instance_created('mmrazor_quant')
         if never_created:
             DefaultScope.get_instance('mmrazor_quant', scope_name='mmrazor_quant')
+
+
+def build_in_scope(registry: Registry, cfg: dict, **kwargs):
+    """Build ``cfg`` from ``registry`` with ``mmrazor_quant`` as the default
+    scope, so an unprefixed ``type`` means our module even when the runner's
+    default scope is another package's (e.g. ``mmcls``).
+    """
+    from mmengine.registry import DefaultScope
+    with DefaultScope.overwrite_default_scope('mmrazor_quant'):
+        return registry.build(cfg, **kwargs)

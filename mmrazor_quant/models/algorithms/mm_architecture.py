@@ -7,7 +7,7 @@ from mmengine.runner import load_checkpoint
 from mmengine.structures import BaseDataElement
 from torch import fx, nn
 
-from mmrazor_quant.registry import MODEL_WRAPPERS, MODELS
+from mmrazor_quant.registry import MODEL_WRAPPERS, MODELS, build_in_scope
 from ..quantizers.base import BaseQuantizer, build_graph_module
 
 __all__ = ['MMArchitectureQuant', 'MMArchitectureQuantDDP']
@@ -84,7 +84,7 @@ class MMArchitectureQuant(BaseModel):
             load_checkpoint(
                 self.architecture, float_checkpoint, map_location='cpu')
         self.forward_modes = tuple(forward_modes)
-        self.quantizer = MODELS.build(quantizer) if isinstance(
+        self.quantizer = build_in_scope(MODELS, quantizer) if isinstance(
             quantizer, dict) else quantizer
         qmodels = self.quantizer.prepare(self.architecture,
                                          self.forward_modes)

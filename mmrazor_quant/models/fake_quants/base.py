@@ -52,11 +52,11 @@ class BaseFakeQuantize(nn.Module):
             raise ValueError(f'{type(self).__name__} needs an observer or a '
                              'qscheme')
         if isinstance(observer, dict):
-            from mmrazor_quant.registry import MODELS
+            from mmrazor_quant.registry import MODELS, build_in_scope
             observer = dict(observer)
             if qscheme is not None:
                 observer.setdefault('qscheme', qscheme)
-            observer = MODELS.build(observer)
+            observer = build_in_scope(MODELS, observer)
         self.observer = observer
         if qscheme is None:
             qscheme = observer.qscheme

@@ -4,7 +4,7 @@ from typing import ClassVar, Dict, Optional, Sequence, Tuple, Union
 from mmengine.model import BaseModule
 from torch import fx, nn
 
-from mmrazor_quant.registry import TASK_UTILS
+from mmrazor_quant.registry import TASK_UTILS, build_in_scope
 from mmrazor_quant.structures.quantization import QConfigHandler, QSchema
 from .rules import QuantRules
 
@@ -48,8 +48,9 @@ class BaseQuantizer(BaseModule):
         self.qconfig = QConfigHandler(global_qconfig)
         self.check_qschemes(self.qconfig.w_qscheme, self.qconfig.a_qscheme)
         tracer = dict(DEFAULT_TRACER) if tracer is None else tracer
-        self.tracer = TASK_UTILS.build(tracer) if isinstance(tracer,
-                                                             dict) else tracer
+        if isinstance(tracer, dict):
+            tracer = build_in_scope(TASK_UTILS, tracer)
+        self.tracer = tracer
 
     # -- backend constraints ---------------------------------------------
     def check_qschemes(self, w_qscheme: QSchema, a_qscheme: QSchema) -> None:

@@ -127,7 +127,7 @@ class QConfigHandler:
         return QConfigHandler(cfg)
 
     def _build(self, fq_key: str, obs_key: str, qscheme: QSchema) -> nn.Module:
-        from mmrazor_quant.registry import MODELS
+        from mmrazor_quant.registry import MODELS, build_in_scope
         obs_cfg = copy.deepcopy(self.cfg[obs_key])
         obs_cfg.update(qscheme.observer_kwargs)
         obs_cfg['qscheme'] = qscheme
@@ -135,7 +135,7 @@ class QConfigHandler:
         fq_cfg['observer'] = obs_cfg
         fq_cfg['qscheme'] = qscheme
         try:
-            return MODELS.build(fq_cfg)
+            return build_in_scope(MODELS, fq_cfg)
         except TypeError as e:
             raise TypeError(f'cannot build global_qconfig.{fq_key} with '
                             f'global_qconfig.{obs_key}: {e}') from e
