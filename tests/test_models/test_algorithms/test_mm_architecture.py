@@ -128,3 +128,12 @@ def test_unknown_forward_mode_is_an_error():
                 forward_modes=('tensor', 'train'),
                 quantizer=dict(type='mmrazor_quant.OpenVINOQuantizer',
                                global_qconfig={})))
+
+
+def test_nan_activation_names_the_quantizer():
+    model = lsq_model(RESNET, 'mmrazor_quant.OpenVINOQuantizer')
+    model.eval()
+    inputs = torch.randn(2, 3, 32, 32)
+    inputs[0, 0, 0, 0] = float('nan')
+    with pytest.raises(ValueError, match=r'inputs: observed NaN or inf'):
+        model(inputs, mode='tensor')
