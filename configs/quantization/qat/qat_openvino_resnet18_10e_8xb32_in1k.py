@@ -64,5 +64,6 @@ train_cfg = dict(
 val_cfg = dict(_delete_=True, type='mmrazor_quant.QATValLoop')
 
 # BN running statistics (buffers, not synchronised by DDP with
-# broadcast_buffers=False) averaged across ranks before each checkpoint.
+# broadcast_buffers=False) averaged across ranks after every epoch, before
+# the checkpoint is written.
 default_hooks = dict(sync=dict(type='SyncBuffersHook'))

@@ -1,0 +1,220 @@
+"""The MNIST demo behind ``make demo``: fp32 training, PTQ on every backend,
+LSQ QAT at W8A8 and W4A4, and one table of top-1 accuracies.
+
+Every step is a config under ``configs/`` run by mmengine's Runner, as
+``tools/train.py`` / ``tools/ptq.py`` would run it, in this one process (it
+saves re-importing the stack for each of the nine runs):
+
+1. train ``configs/fp32/{resnet18,mobilenetv2}_mnist.py`` and write their
+   final weights to ``work_dirs/fp32/<model>/float.pth``, the
+   ``float_checkpoint`` of the quantization configs;
+2. ``PTQLoop`` for ResNet-18 on native, OpenVINO, TensorRT and academic
+   settings and for MobileNetV2 on OpenVINO (W8A8);
+3. ``LSQEpochBasedLoop`` for ResNet-18, W8A8 (OpenVINO) and W4A4 (academic,
+   first and last layer at 8 bit).
+
+The table goes to stdout and to ``work_dirs/demo/results.md``. Accuracies
+are on the 1,000 MNIST5k test digits (one digit = 0.1 points).
+
+Usage:
+    python tools/demo.py [--reuse-fp32] [--only NAME ...] [--verbose]
+"""
+import argparse
+import os
+import os.path as osp
+import sys
+import time
+from typing import Dict, List, Optional
+
+import torch
+from mmengine.config import Config
+from mmengine.hooks import Hook
+from mmengine.runner import Runner
+from mmengine.runner.checkpoint import weights_to_cpu
+
+from mmrazor_quant.registry import register_all_modules
+from mmrazor_quant.utils import register_checkpoint_safe_globals
+
+REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
+WORK_DIR = 'work_dirs'
+TOP1 = 'accuracy/top1'
+
+FP32 = {
+    'ResNet-18': 'configs/fp32/resnet18_mnist.py',
+    'MobileNetV2': 'configs/fp32/mobilenetv2_mnist.py',
+}
+# (model, method, backend, bits, config, allowed drop in points)
+QUANT_RUNS = [
+    ('ResNet-18', 'PTQ', 'native', 'W8A8',
+     'configs/quantization/ptq/ptq_native_resnet18_mnist.py', 0.5),
+    ('ResNet-18', 'PTQ', 'openvino', 'W8A8',
+     'configs/quantization/ptq/ptq_openvino_resnet18_mnist.py', 0.5),
+    ('ResNet-18', 'PTQ', 'tensorrt', 'W8A8',
+     'configs/quantization/ptq/ptq_tensorrt_resnet18_mnist.py', 0.5),
+    ('ResNet-18', 'PTQ', 'academic', 'W8A8',
+     'configs/quantization/ptq/ptq_academic_resnet18_mnist.py', 0.5),
+    ('MobileNetV2', 'PTQ', 'openvino', 'W8A8',
+     'configs/quantization/ptq/ptq_openvino_mobilenetv2_mnist.py', 0.5),
+    ('ResNet-18', 'LSQ QAT', 'openvino', 'W8A8',
+     'configs/quantization/qat/lsq/lsq_openvino_resnet18_mnist.py', 0.3),
+    ('ResNet-18', 'LSQ QAT', 'academic', 'W4A4',
+     'configs/quantization/qat/lsq/lsq_academic_w4a4_resnet18_mnist.py',
+     1.5),
+]
+
+
+class LastValMetrics(Hook):
+    """Keeps the metrics of the latest validation."""
+
+    def __init__(self) -> None:
+        self.metrics: Dict[str, float] = {}
+
+    def after_val_epoch(self, runner, metrics=None) -> None:
+        self.metrics = dict(metrics or {})
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description='fp32 -> PTQ / LSQ QAT on MNIST, one results table')
+    parser.add_argument(
+        '--reuse-fp32',
+        action='store_true',
+        help='evaluate existing work_dirs/fp32/*/float.pth instead of '
+        'training the fp32 models again')
+    parser.add_argument(
+        '--only',
+        nargs='+',
+        metavar='NAME',
+        help='run only the quantization configs whose file name contains '
+        'one of these strings (e.g. lsq ptq_openvino)')
+    parser.add_argument(
+        '--verbose', action='store_true', help='show the runners\' logs')
+    return parser.parse_args()
+
+
+def load_cfg(config: str, work_dir: str, name: str, verbose: bool,
+             **options) -> Config:
+    cfg = Config.fromfile(osp.join(REPO, config))
+    cfg.merge_from_dict(options)
+    cfg.work_dir = work_dir
+    # One process runs many Runners: each needs its own logger/visualizer.
+    cfg.experiment_name = f'{name}_{time.strftime("%Y%m%d_%H%M%S")}'
+    cfg.log_level = 'INFO' if verbose else 'WARNING'
+    cfg.launcher = 'none'
+    return cfg
+
+
+def float_checkpoint(model: str) -> str:
+    stem = osp.splitext(osp.basename(FP32[model]))[0]
+    return osp.join(WORK_DIR, 'fp32', stem, 'float.pth')
+
+
+def save_float(runner: Runner, path: str) -> None:
+    """The trained weights alone (no optimizer or log state), written
+    atomically: a checkpoint any ``torch.load(weights_only=True)`` reads."""
+    model = runner.model.module if hasattr(runner.model,
+                                           'module') else runner.model
+    checkpoint = dict(
+        meta=dict(epoch=runner.epoch, iter=runner.iter,
+                  config=runner.cfg.filename),
+        state_dict=weights_to_cpu(model.state_dict()))
+    tmp = path + '.tmp'
+    torch.save(checkpoint, tmp)
+    os.replace(tmp, path)
+
+
+def run_fp32(model: str, args: argparse.Namespace) -> float:
+    """Train (or, with --reuse-fp32, evaluate) one fp32 model; top-1."""
+    config = FP32[model]
+    ckpt = float_checkpoint(model)
+    work_dir = osp.dirname(ckpt)
+    name = osp.splitext(osp.basename(config))[0]
+    if args.reuse_fp32 and osp.exists(ckpt):
+        cfg = load_cfg(config, work_dir, name, args.verbose)
+        cfg.load_from = ckpt
+        return Runner.from_cfg(cfg).test()[TOP1]
+    cfg = load_cfg(config, work_dir, name, args.verbose)
+    runner = Runner.from_cfg(cfg)
+    recorder = LastValMetrics()
+    runner.register_hook(recorder)
+    runner.train()
+    save_float(runner, ckpt)
+    return recorder.metrics[TOP1]
+
+
+def run_quant(config: str, model: str, args: argparse.Namespace) -> float:
+    """PTQ (test loop) or QAT (train loop) from a config; quantized top-1."""
+    name = osp.splitext(osp.basename(config))[0]
+    cfg = load_cfg(
+        config, osp.join(WORK_DIR, 'demo', name), name, args.verbose,
+        **{'model.float_checkpoint': float_checkpoint(model)})
+    runner = Runner.from_cfg(cfg)
+    if cfg.test_cfg.get('type') == 'mmrazor_quant.PTQLoop':
+        return runner.test()[TOP1]
+    recorder = LastValMetrics()
+    runner.register_hook(recorder)
+    runner.train()
+    return recorder.metrics['qat.' + TOP1]
+
+
+def format_table(rows: List[dict]) -> str:
+    header = ('| model | method | backend | bits | fp32 top-1 | '
+              'quantized top-1 | delta | target |')
+    lines = [header, '|' + '---|' * 8]
+    for r in rows:
+        quant = f'{r["quant"]:.2f}' if r['quant'] is not None else 'failed'
+        delta = (f'{r["quant"] - r["fp32"]:+.2f}'
+                 if r['quant'] is not None else '')
+        ok = r['quant'] is not None and r['fp32'] - r['quant'] <= r['allowed']
+        lines.append(
+            f'| {r["model"]} | {r["method"]} | {r["backend"]} | '
+            f'{r["bits"]} | {r["fp32"]:.2f} | {quant} | {delta} | '
+            f'>= -{r["allowed"]} {"ok" if ok else "MISSED"} |')
+    return '\n'.join(lines)
+
+
+def main() -> int:
+    args = parse_args()
+    os.chdir(REPO)
+    register_all_modules(init_default_scope=False)
+    register_checkpoint_safe_globals()
+    start = time.time()
+
+    def log(msg: str) -> None:
+        print(f'[demo {time.time() - start:6.0f} s] {msg}', flush=True)
+
+    runs = [r for r in QUANT_RUNS if not args.only or any(
+        key in osp.basename(r[4]) for key in args.only)]
+    fp32: Dict[str, float] = {}
+    for model in sorted({r[0] for r in runs}, key=list(FP32).index):
+        what = 'evaluating' if args.reuse_fp32 and osp.exists(
+            float_checkpoint(model)) else 'training'
+        log(f'fp32 {model}: {what} {FP32[model]}')
+        fp32[model] = run_fp32(model, args)
+        log(f'fp32 {model}: top-1 {fp32[model]:.2f}')
+
+    rows = []
+    for model, method, backend, bits, config, allowed in runs:
+        log(f'{method} {backend} {bits} {model}: {config}')
+        quant: Optional[float] = run_quant(config, model, args)
+        log(f'{method} {backend} {bits} {model}: top-1 {quant:.2f}')
+        rows.append(dict(model=model, method=method, backend=backend,
+                         bits=bits, fp32=fp32[model], quant=quant,
+                         allowed=allowed))
+
+    wall = time.time() - start
+    table = format_table(rows)
+    summary = (f'MNIST5k, 1,000 test digits (1 digit = 0.1 points); '
+               f'total wall time {wall / 60:.1f} min on '
+               f'{torch.get_num_threads()} threads.')
+    print('\n' + table + '\n\n' + summary)
+    os.makedirs(osp.join(WORK_DIR, 'demo'), exist_ok=True)
+    with open(osp.join(WORK_DIR, 'demo', 'results.md'), 'w') as f:
+        f.write('# mmrazor_quant MNIST demo\n\n' + table + '\n\n' + summary +
+                '\n')
+    return 0 if all('MISSED' not in line
+                    for line in table.splitlines()) else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
