@@ -90,7 +90,8 @@ def fix_zero_point_types(model: onnx.ModelProto) -> int:
     inits = {t.name: t for t in graph.initializer}
     consumers: Dict[str, List[onnx.NodeProto]] = {}
     for node in graph.node:
-        consumers.setdefault(node.input[0], []).append(node)
+        for name in node.input[:1]:  # Constant nodes have no input
+            consumers.setdefault(name, []).append(node)
     fixed = 0
     for node in list(graph.node):
         want = next((a.i for a in node.attribute
