@@ -27,3 +27,6 @@ demo: $(STAMP)
 
 clean:
 	rm -rf $(VENV) work_dirs
+
+# Optional targets of individual features (e.g. the test Slurm cluster).
+-include mk/*.mk
