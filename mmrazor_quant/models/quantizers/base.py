@@ -6,6 +6,7 @@ from torch import fx, nn
 
 from mmrazor_quant.registry import TASK_UTILS, build_in_scope
 from mmrazor_quant.structures.quantization import QConfigHandler, QSchema
+from .qconfig_mapping import QConfigMapping
 from .rules import QuantRules
 
 __all__ = ['BaseQuantizer']
@@ -25,15 +26,35 @@ class BaseQuantizer(BaseModule):
     Subclasses set :attr:`rules` and may restrict the schemes they accept in
     :meth:`check_qschemes`.
 
+    Per-layer qconfigs come from ``qconfig_mapping`` (any backend):
+
+    .. code-block:: python
+
+        qconfig_mapping=dict(
+            _global_=global_qconfig,
+            module_name=[('backbone.conv1', None),              # keep float
+                         ('re:backbone\\.layer4\\..*',           # regex
+                          dict(w_qscheme=dict(bit=8)))],       # 8-bit weights
+            object_type=[('Linear', dict(a_qscheme=dict(bit=8)))])
+
+    A rule gives a whole qconfig, only the keys that differ from the global
+    one, or ``None`` (float). A layer's qconfig applies to its weights and
+    to the fake quant on its input. A ``module_name`` that matches no module
+    is an error.
+
     Args:
-        global_qconfig (dict): MMRazor's ``global_qconfig`` (six keys).
+        global_qconfig (dict, optional): MMRazor's ``global_qconfig`` (six
+            keys); same as ``qconfig_mapping['_global_']``.
+        qconfig_mapping (dict, optional): ``_global_``, ``module_name`` and
+            ``object_type`` rules. Defaults to None.
         tracer (dict): Config of the tracer. Defaults to
             ``dict(type='mmrazor_quant.CustomTracer')``.
         init_cfg (dict, optional): mmengine init config. Defaults to None.
 
     Raises:
-        KeyError, ValueError, TypeError: If ``global_qconfig`` is invalid or
-            names a scheme the backend cannot execute.
+        KeyError, ValueError, TypeError: If a qconfig is invalid, names a
+            scheme the backend cannot execute, or neither/both of
+            ``global_qconfig`` and ``qconfig_mapping['_global_']`` is given.
     """
     #: Where this backend quantizes activations.
     rules: ClassVar[QuantRules] = QuantRules()
@@ -41,12 +62,28 @@ class BaseQuantizer(BaseModule):
     backend: ClassVar[str] = 'base'
 
     def __init__(self,
-                 global_qconfig: Union[dict, QConfigHandler],
+                 global_qconfig: Optional[Union[dict, QConfigHandler]] = None,
+                 qconfig_mapping: Optional[dict] = None,
                  tracer: Optional[dict] = None,
                  init_cfg: Optional[dict] = None) -> None:
         super().__init__(init_cfg)
-        self.qconfig = QConfigHandler(global_qconfig)
-        self.check_qschemes(self.qconfig.w_qscheme, self.qconfig.a_qscheme)
+        mapping = dict(qconfig_mapping or {})
+        unknown = set(mapping) - {'_global_', 'object_type', 'module_name'}
+        if unknown:
+            raise KeyError(f'qconfig_mapping has unknown keys '
+                           f'{sorted(unknown)}; allowed: _global_, '
+                           'object_type, module_name')
+        if (global_qconfig is None) == ('_global_' not in mapping):
+            raise ValueError(f'{type(self).__name__} needs exactly one of '
+                             "global_qconfig and qconfig_mapping['_global_']")
+        self.qconfig = QConfigHandler(
+            mapping['_global_'] if global_qconfig is None else global_qconfig)
+        self.qconfig_mapping = QConfigMapping(
+            self.qconfig,
+            module_name=mapping.get('module_name'),
+            object_type=mapping.get('object_type'))
+        for handler in self.qconfig_mapping.handlers():
+            self.check_qschemes(handler.w_qscheme, handler.a_qscheme)
         tracer = dict(DEFAULT_TRACER) if tracer is None else tracer
         if isinstance(tracer, dict):
             tracer = build_in_scope(TASK_UTILS, tracer)
@@ -67,7 +104,10 @@ class BaseQuantizer(BaseModule):
                     ) -> Tuple[Optional[QConfigHandler], str]:
         """The qconfig of a layer and a tag naming where it came from
         (``'global'`` or the per-layer rule); ``None`` keeps it float."""
-        return self.qconfig, 'global'
+        qconfig, tag = self.qconfig_mapping.lookup(module_name, module)
+        if tag is None:
+            return self.qconfig, 'global'
+        return qconfig, tag
 
     def _weight_fake_quant(self, name: str, module: nn.Module) -> nn.Module:
         qconfig, _ = self.qconfig_for(name, module)
@@ -121,6 +161,7 @@ class BaseQuantizer(BaseModule):
         from .passes.swap_qat_modules import swap_qat_modules
 
         graphs = self.trace(model, forward_modes)
+        self.qconfig_mapping.check_names(n for n, _ in model.named_modules())
         self._modules_cache = dict(model.named_modules())
         fuse_conv_bn(
             model, graphs, self._weight_fake_quant, skip=self._keep_float)
