@@ -105,14 +105,16 @@ def test_without_registration_weights_only_fails(two_epoch_run):
     work_dir, _ = two_epoch_run
     path = osp.join(str(work_dir), 'epoch_2.pth')
     # checkpoint_safe_globals() is exactly what makes the difference.
+    saved = torch.serialization.get_safe_globals()
     torch.serialization.clear_safe_globals()
     try:
         with pytest.raises(UnpicklingError, match='HistoryBuffer'):
             torch.load(path, weights_only=True)
+        # (The context manager removes its globals again on exit.)
+        with torch.serialization.safe_globals(checkpoint_safe_globals()):
+            assert torch.load(path, weights_only=True)['meta']['iter'] == 16
     finally:
-        register_checkpoint_safe_globals()
-    with torch.serialization.safe_globals(checkpoint_safe_globals()):
-        assert torch.load(path, weights_only=True)['meta']['iter'] == 16
+        torch.serialization.add_safe_globals(saved)
 
 
 class _GetattrPayload:

@@ -3,7 +3,7 @@
 # (63 iterations per epoch): with so few steps AdamW converges far faster
 # than SGD from scratch. A config that changes max_epochs must move the
 # cosine's ``end`` with it (see configs/fp32/).
-max_epochs = 4
+max_epochs = 6
 
 optim_wrapper = dict(
     optimizer=dict(type='AdamW', lr=3e-3, weight_decay=0.01))
