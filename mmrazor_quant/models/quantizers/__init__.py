@@ -1,4 +1,5 @@
 from .academic_quantizer import AcademicQuantizer
+from .backend_spec import BackendSpec, TensorSpec  # noqa: F401
 from .base import BaseQuantizer
 from .native_quantizer import TorchNativeQuantizer
 from .openvino_quantizer import OpenVINOQuantizer

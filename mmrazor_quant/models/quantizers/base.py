@@ -6,6 +6,7 @@ from torch import fx, nn
 
 from mmrazor_quant.registry import TASK_UTILS, build_in_scope
 from mmrazor_quant.structures.quantization import QConfigHandler, QSchema
+from .backend_spec import BackendSpec
 from .qconfig_mapping import QConfigMapping
 from .rules import QuantRules
 
@@ -23,8 +24,22 @@ class BaseQuantizer(BaseModule):
     the backend quantizes, and removes redundant ones. All modes share the
     same modules (contract 3 of DESIGN.md).
 
-    Subclasses set :attr:`rules` and may restrict the schemes they accept in
-    :meth:`check_qschemes`.
+    A backend is a subclass that declares, as class attributes (checked
+    when the class is defined, so a missing one is a ``TypeError`` at the
+    ``class`` statement):
+
+    * :attr:`backend` (required): the device name; deploy picks the
+      exporter registered under it;
+    * :attr:`rules` (required): a non-empty :class:`QuantRules`, which op
+      kinds are quantized, on their inputs, outputs or both;
+    * :attr:`scheme` (optional): a :class:`BackendSpec`, the bits, ranges,
+      symmetry, granularity and rounding the device executes; every
+      qconfig is checked against it and qschemes without ``rounding`` get
+      the backend's. Without it, :meth:`check_qschemes` may be overridden.
+
+    An intermediate class that declares nothing passes ``abstract=True``:
+    ``class MyBase(BaseQuantizer, abstract=True)``. See
+    ``docs/add_backend.md``.
 
     Per-layer qconfigs come from ``qconfig_mapping`` (any backend):
 
@@ -56,10 +71,18 @@ class BaseQuantizer(BaseModule):
             scheme the backend cannot execute, or neither/both of
             ``global_qconfig`` and ``qconfig_mapping['_global_']`` is given.
     """
-    #: Where this backend quantizes activations.
-    rules: ClassVar[QuantRules] = QuantRules()
-    #: Name of the backend, used by deploy to pick an exporter.
-    backend: ClassVar[str] = 'base'
+    #: Where this backend quantizes activations (required in subclasses).
+    rules: ClassVar[Optional[QuantRules]] = None
+    #: Name of the backend, used by deploy to pick an exporter (required in
+    #: subclasses).
+    backend: ClassVar[Optional[str]] = None
+    #: The schemes the backend executes; None accepts any scheme.
+    scheme: ClassVar[Optional[BackendSpec]] = None
+
+    def __init_subclass__(cls, abstract: bool = False, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if not abstract:
+            _check_declarations(cls)
 
     def __init__(self,
                  global_qconfig: Optional[Union[dict, QConfigHandler]] = None,
@@ -76,8 +99,11 @@ class BaseQuantizer(BaseModule):
         if (global_qconfig is None) == ('_global_' not in mapping):
             raise ValueError(f'{type(self).__name__} needs exactly one of '
                              "global_qconfig and qconfig_mapping['_global_']")
-        self.qconfig = QConfigHandler(
-            mapping['_global_'] if global_qconfig is None else global_qconfig)
+        global_cfg = mapping['_global_'] if global_qconfig is None \
+            else global_qconfig
+        if self.scheme is not None and isinstance(global_cfg, dict):
+            global_cfg = self.scheme.with_defaults(global_cfg)
+        self.qconfig = QConfigHandler(global_cfg)
         self.qconfig_mapping = QConfigMapping(
             self.qconfig,
             module_name=mapping.get('module_name'),
@@ -91,7 +117,12 @@ class BaseQuantizer(BaseModule):
 
     # -- backend constraints ---------------------------------------------
     def check_qschemes(self, w_qscheme: QSchema, a_qscheme: QSchema) -> None:
-        """Raise ValueError if the backend cannot execute these schemes."""
+        """Raise ValueError if the backend cannot execute these schemes.
+
+        Checks them against :attr:`scheme` if the class declares one.
+        """
+        if self.scheme is not None:
+            self.scheme.check(w_qscheme, a_qscheme, type(self).__name__)
 
     def _require(self, ok: bool, key: str, what: str) -> None:
         if not ok:
@@ -177,6 +208,32 @@ class BaseQuantizer(BaseModule):
             mode: build_graph_module(model, graph, mode)
             for mode, graph in graphs.items()
         }
+
+
+def _check_declarations(cls: type) -> None:
+    """Raise TypeError if a backend class misses a required declaration."""
+    name = cls.__name__
+    backend = getattr(cls, 'backend', None)
+    if not isinstance(backend, str) or not backend.strip():
+        raise TypeError(
+            f"{name} must declare backend = '<name>' (a non-empty str naming "
+            f'the device, used to pick its exporter), got {backend!r}. '
+            f'Declare it, or define {name}(BaseQuantizer, abstract=True)')
+    rules = getattr(cls, 'rules', None)
+    if not isinstance(rules, QuantRules):
+        raise TypeError(
+            f'{name} must declare rules = QuantRules(...) (which op kinds '
+            f'the backend quantizes), got {rules!r}')
+    if not (rules.quantized_inputs or rules.quantized_outputs
+            or rules.quantize_model_input):
+        raise TypeError(
+            f'{name}.rules quantizes nothing: give quantized_inputs and/or '
+            'quantized_outputs (e.g. quantized_inputs={OpKind.CONV: '
+            "'first'})")
+    scheme = getattr(cls, 'scheme', None)
+    if scheme is not None and not isinstance(scheme, BackendSpec):
+        raise TypeError(f'{name}.scheme must be a BackendSpec or None, got '
+                        f'{scheme!r}')
 
 
 def build_graph_module(root: nn.Module, graph: fx.Graph,
