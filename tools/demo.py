@@ -24,6 +24,7 @@ import os
 import os.path as osp
 import sys
 import time
+import traceback
 from typing import Dict, List, Optional
 
 import torch
@@ -196,8 +197,13 @@ def main() -> int:
     rows = []
     for model, method, backend, bits, config, allowed in runs:
         log(f'{method} {backend} {bits} {model}: {config}')
-        quant: Optional[float] = run_quant(config, model, args)
-        log(f'{method} {backend} {bits} {model}: top-1 {quant:.2f}')
+        quant: Optional[float] = None
+        try:
+            quant = run_quant(config, model, args)
+            log(f'{method} {backend} {bits} {model}: top-1 {quant:.2f}')
+        except Exception:  # one broken backend must not hide the others
+            traceback.print_exc()
+            log(f'{method} {backend} {bits} {model}: FAILED (see above)')
         rows.append(dict(model=model, method=method, backend=backend,
                          bits=bits, fp32=fp32[model], quant=quant,
                          allowed=allowed))

@@ -6,7 +6,7 @@
 _base_ = ['../../../fp32/resnet18_mnist.py']
 
 # Written by `make demo` (tools/demo.py); after your own fp32 training pass
-# --cfg-options model.float_checkpoint=work_dirs/resnet18_mnist/epoch_4.pth
+# --cfg-options model.float_checkpoint=work_dirs/resnet18_mnist/epoch_6.pth
 float_checkpoint = 'work_dirs/fp32/resnet18_mnist/float.pth'
 
 global_qconfig = dict(
