@@ -1,0 +1,42 @@
+"""tools/list_modules.py lists the known names, grouped."""
+import os.path as osp
+import subprocess
+import sys
+
+from .conftest import EXAMPLES, ROOT
+
+
+def test_list_modules_prints_known_names_grouped():
+    env = dict(PYTHONPATH=osp.join(EXAMPLES, 'custom_backend'))
+    import os
+    env = {**os.environ, **env}
+    out = subprocess.run(
+        [sys.executable, '-W', 'ignore',
+         osp.join(ROOT, 'tools', 'list_modules.py'), '--import', 'toy_npu'],
+        capture_output=True, text=True, check=True, env=env).stdout
+    sections = {}
+    current = None
+    for line in out.splitlines():
+        if not line.startswith(' '):
+            current = line.rstrip(':')
+            sections[current] = {}
+        else:
+            name, _, desc = line.strip().partition('  ')
+            sections[current][name] = desc.strip()
+    assert list(sections) == ['quantizers', 'observers', 'fake quants',
+                              'loops', 'exporters']
+    assert {'OpenVINOQuantizer', 'TensorRTQuantizer', 'AcademicQuantizer',
+            'TorchNativeQuantizer', 'ToyNPUQuantizer'} <= set(
+                sections['quantizers'])
+    assert sections['quantizers']['ToyNPUQuantizer'].startswith(
+        '[backend=toy_npu] A toy NPU')
+    assert {'MinMaxObserver', 'PerChannelMinMaxObserver',
+            'LSQObserver'} <= set(sections['observers'])
+    assert {'FakeQuantize', 'LearnableFakeQuantize',
+            'FixedFakeQuantize'} <= set(sections['fake quants'])
+    assert {'PTQLoop', 'QATEpochBasedLoop',
+            'LSQEpochBasedLoop'} <= set(sections['loops'])
+    assert {'onnxruntime', 'openvino', 'tensorrt',
+            'toy_npu'} <= set(sections['exporters'])
+    assert sections['fake quants']['FakeQuantize'] == (
+        'Fake quantization with qparams computed by an observer.')
