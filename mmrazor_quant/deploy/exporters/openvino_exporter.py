@@ -1,7 +1,9 @@
 """Exporter for OpenVINO's CPU plugin."""
+import onnx
 from torch import fx
 
 from mmrazor_quant.registry import EXPORTERS
+from ..openvino_passes import guard_fused_sum_inputs
 from .base import BaseExporter, quantized_tensors
 
 __all__ = ['OpenVINOExporter']
@@ -12,6 +14,13 @@ __all__ = ['OpenVINOExporter']
 class OpenVINOExporter(BaseExporter):
     """QDQ ONNX for OpenVINO, which reads each Q/DQ pair as a FakeQuantize
     and runs the ops whose inputs carry one in int8.
+
+    The written model has a value-preserving ``Max`` before each residual
+    ``Add`` input that quantizes a conv/linear output (see
+    :func:`guard_fused_sum_inputs`): without it the CPU plugin fuses the
+    ``Add`` as a sum post-op and skips the rounding of that input's
+    ``FakeQuantize``, drifting from the simulation (97.5 % top-1, 31 dB on
+    MNIST; 100 %, 52 dB with it).
 
     Raises:
         ValueError: From :meth:`export` if a grid needs more than 8 bits
@@ -27,6 +36,12 @@ class OpenVINOExporter(BaseExporter):
         if wide:
             raise ValueError(f'openvino: {len(wide)} fake quant(s) use more '
                              f'than 8 bits: {wide}')
+
+    def final_model(self, onnx_model: onnx.ModelProto) -> onnx.ModelProto:
+        model = onnx.ModelProto.FromString(onnx_model.SerializeToString())
+        guard_fused_sum_inputs(model)
+        onnx.checker.check_model(model, full_check=True)
+        return model
 
     def verify_loads(self, path: str) -> None:
         import openvino as ov
