@@ -1,0 +1,30 @@
+# W4A4 post-training quantization of the fp32 MNIST MobileNetV2 in the
+# papers' setting (AcademicQuantizer: fake quants on the inputs and weights
+# of every conv/linear, the first and last layer included): per-channel MSE
+# weights, per-tensor MSE activations, 4 bit everywhere. The baseline of
+# docs/analysis.md; `tools/analyze.py ... --mixed-budget 3` writes the
+# mixed-precision variant (see ptq_academic_w4a4_mixed3_mobilenetv2_mnist.py).
+#   python tools/ptq.py configs/quantization/ptq/mixed/ptq_academic_w4a4_mobilenetv2_mnist.py
+_base_ = ['../ptq_openvino_mobilenetv2_mnist.py']
+
+global_qconfig = dict(
+    w_observer=dict(type='mmrazor_quant.PerChannelMSEObserver'),
+    a_observer=dict(type='mmrazor_quant.MSEObserver'),
+    w_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
+    a_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
+    w_qscheme=dict(
+        qdtype='qint8', bit=4, is_symmetry=True, is_symmetric_range=True),
+    a_qscheme=dict(qdtype='quint8', bit=4, is_symmetry=False),
+)
+
+model = dict(
+    quantizer=dict(
+        _delete_=True,
+        type='mmrazor_quant.AcademicQuantizer',
+        global_qconfig=global_qconfig,
+        tracer=dict(
+            type='mmrazor_quant.CustomTracer',
+            skipped_methods=[
+                'mmcls.models.heads.ClsHead._get_loss',
+                'mmcls.models.heads.ClsHead._get_predictions'
+            ])))
