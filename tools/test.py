@@ -6,6 +6,7 @@ import os.path as osp
 from mmengine.config import Config, DictAction
 from mmengine.runner import Runner
 
+from mmrazor_quant.engine import setup_cpu_dist
 from mmrazor_quant.registry import register_all_modules
 from mmrazor_quant.utils import register_checkpoint_safe_globals
 
@@ -52,6 +53,7 @@ def main() -> None:
     # torch >= 2.6 loads with weights_only=True; allow mmengine's own types.
     register_checkpoint_safe_globals()
     cfg = merge_args(Config.fromfile(args.config), args)
+    setup_cpu_dist(cfg)
     runner = Runner.from_cfg(cfg)
     runner.test()
 
