@@ -56,18 +56,6 @@ def float_checkpoint(tmp_path_factory):
     return str(path)
 
 
-@pytest.fixture(autouse=True)
-def _checkpoint_shim(monkeypatch):
-    """HEAD's MMArchitectureQuant imports ``allow_mmengine_globals``, which
-    commit 5811671 renamed; alias it until that is fixed (not ours to edit).
-    """
-    import mmrazor_quant.utils.checkpoint as ckpt
-    if not hasattr(ckpt, 'allow_mmengine_globals'):
-        monkeypatch.setattr(ckpt, 'allow_mmengine_globals',
-                            ckpt.register_checkpoint_safe_globals,
-                            raising=False)
-
-
 def run_ptq(config: str, work_dir: str, float_checkpoint: str,
             **options) -> Runner:
     """``tools/ptq.py config`` in-process, on a subset of the test digits.

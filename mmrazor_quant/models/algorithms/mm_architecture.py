@@ -79,8 +79,9 @@ class MMArchitectureQuant(BaseModel):
             data_preprocessor=data_preprocessor, init_cfg=init_cfg)
         self.architecture = architecture
         if float_checkpoint:
-            from mmrazor_quant.utils.checkpoint import allow_mmengine_globals
-            allow_mmengine_globals()
+            from mmrazor_quant.utils.checkpoint import \
+                register_checkpoint_safe_globals
+            register_checkpoint_safe_globals()
             load_checkpoint(
                 self.architecture, float_checkpoint, map_location='cpu')
         self.forward_modes = tuple(forward_modes)
