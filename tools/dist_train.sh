@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Usage: bash tools/dist_train.sh CONFIG GPUS [train.py args]
-# GPUS processes per node (on CPU: processes, gloo backend).
+# Usage: [TOOL=train|ptq] bash tools/dist_train.sh CONFIG GPUS [tool args]
+# GPUS processes per node (on CPU: processes, gloo backend); TOOL=ptq runs
+# tools/ptq.py instead of tools/train.py (as in slurm_train.sh).
 # Multi-node: NNODES, NODE_RANK, MASTER_ADDR and PORT.
 CONFIG=$1
 GPUS=$2
@@ -8,6 +9,7 @@ NNODES=${NNODES:-1}
 NODE_RANK=${NODE_RANK:-0}
 PORT=${PORT:-29500}
 MASTER_ADDR=${MASTER_ADDR:-"127.0.0.1"}
+TOOL=${TOOL:-train}
 
 PYTHONPATH="$(dirname $0)/..":$PYTHONPATH \
 torchrun \
@@ -16,6 +18,6 @@ torchrun \
     --master_addr=$MASTER_ADDR \
     --nproc_per_node=$GPUS \
     --master_port=$PORT \
-    $(dirname "$0")/train.py \
+    "$(dirname "$0")/${TOOL}.py" \
     $CONFIG \
     --launcher pytorch "${@:3}"
