@@ -14,7 +14,6 @@ exported like any other:
 """
 import os
 import os.path as osp
-import pprint
 from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 import torch
@@ -157,18 +156,20 @@ def write_mixed_precision_config(base_config: str, rules: Sequence[Rule],
     base = osp.relpath(osp.abspath(base_config),
                        osp.dirname(osp.abspath(path)))
     lines = [
-        '# Mixed precision picked by mmrazor_quant.analysis from the '
-        'layer-wise',
-        '# sensitivity of the base config (tools/analyze.py).',
+        '# Mixed precision picked by mmrazor_quant.analysis '
+        '(select_by_budget /',
+        '# select_by_accuracy) from the layer-wise sensitivity of the base '
+        'config.',
         f'_base_ = [{base!r}]',
         '',
         'model = dict(',
         '    quantizer=dict(',
-        '        qconfig_mapping=dict(module_name=' +
-        pprint.pformat(list(rules), indent=4, width=60).replace(
-            '\n', '\n        ') + ')))',
-        '',
+        '        qconfig_mapping=dict(module_name=[',
     ]
+    for name, qconfig in rules:
+        lines += [f'            ({name!r},',
+                  f'             {_format_value(qconfig)}),']
+    lines += ['        ])))', '']
     os.makedirs(osp.dirname(osp.abspath(path)), exist_ok=True)
     with open(path, 'w') as f:
         f.write('\n'.join(lines))
@@ -201,3 +202,12 @@ def float_layers_evaluator(model: nn.Module,
         return 100.0 * correct / max(total, 1)
 
     return evaluate
+
+
+def _format_value(value) -> str:
+    """``dict(a=dict(b=1))`` rather than ``{'a': {'b': 1}}``."""
+    if isinstance(value, dict) and all(
+            isinstance(k, str) and k.isidentifier() for k in value):
+        return 'dict(' + ', '.join(
+            f'{k}={_format_value(v)}' for k, v in value.items()) + ')'
+    return repr(value)
