@@ -26,8 +26,9 @@ import time
 import torch
 from mmengine.config import Config
 
-from mmrazor_quant.analysis import (layerwise_sensitivity, rank_layers,
-                                    select_by_budget, mixed_precision_rules,
+from mmrazor_quant.analysis import (layerwise_sensitivity,
+                                    mixed_precision_rules, rank_layers,
+                                    select_by_budget,
                                     write_mixed_precision_config)
 from mmrazor_quant.analysis.build import (build_loader, build_quant_model,
                                           collect_batches, top1_accuracy)
@@ -35,7 +36,8 @@ from mmrazor_quant.analysis.report import data_loader_cfg
 from mmrazor_quant.registry import register_all_modules
 
 REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
-CONFIG = 'configs/quantization/ptq/mixed/ptq_academic_w4a4_mobilenetv2_mnist.py'
+CONFIG = ('configs/quantization/ptq/mixed/'
+          'ptq_academic_w4a4_mobilenetv2_mnist.py')
 
 
 def parse_args():

@@ -9,7 +9,6 @@ from running sums, so nothing but five scalars per layer is kept.
 import math
 from typing import Callable, Dict
 
-import torch
 from torch import Tensor
 
 __all__ = [
@@ -105,6 +104,7 @@ class ErrorAccumulator:
     """Running sums that give :func:`snr_db`, :func:`cosine` and
     :func:`mse` of the concatenation of every batch seen.
 
+    >>> import torch
     >>> acc = ErrorAccumulator()
     >>> acc.update(torch.ones(4), torch.ones(4) * 1.1)
     >>> round(acc.result()['snr'], 2)

@@ -12,7 +12,8 @@ from .graphwise import LayerError, worst_first
 from .metrics import HIGHER_IS_BETTER, check_metric
 
 __all__ = [
-    'layer_error_figure', 'plot_layer_errors', 'plot_histograms', 'write_csv', 'format_table'
+    'layer_error_figure', 'plot_layer_errors', 'plot_histograms', 'write_csv',
+    'format_table'
 ]
 
 _LABELS = dict(snr='SNR (dB, higher is better)',

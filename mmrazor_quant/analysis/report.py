@@ -9,9 +9,11 @@ from typing import Dict, Optional, Sequence, Union
 import torch
 from mmengine.config import Config
 
-from .build import (build_loader, build_quant_model, collect_batches,
-                    top1_accuracy)
-from .graphwise import analysis_mode, graphwise_error, worst_first
+from mmrazor_quant.engine.runner.calibration import default_calibrate_cfg
+from mmrazor_quant.models.fake_quants.utils import iter_fake_quants
+
+from .build import build_loader, build_quant_model, collect_batches
+from .graphwise import analysis_mode, graphwise_error
 from .layers import find_quantized_layers, resolve_graph_module
 from .layerwise import layerwise_sensitivity
 from .metrics import check_metric
@@ -20,8 +22,7 @@ from .mixed_precision import (float_layers_evaluator, rank_layers,
                               write_mixed_precision_config)
 from .plots import format_table, plot_histograms, plot_layer_errors, \
     write_csv
-from .statistics import (activation_samples, quantized_weight_input,
-                         weight_statistics)
+from .statistics import quantized_weight_input, weight_statistics
 
 __all__ = ['analyze', 'data_loader_cfg']
 
@@ -35,7 +36,6 @@ def data_loader_cfg(cfg: Config, data: str) -> dict:
     Raises:
         ValueError: If ``data`` is neither.
     """
-    from mmrazor_quant.engine.runner.calibration import default_calibrate_cfg
     if data == 'test':
         return cfg.test_dataloader
     if data == 'calib':
@@ -89,8 +89,9 @@ def analyze(cfg: Config,
             the written mixed config. Defaults to ``cfg.filename``.
 
     Returns:
-        dict: ``graphwise``, ``layerwise``, ``stats`` records, ``files``,
-        and ``rules``/``mixed_config``/``history`` when asked.
+        dict: the calibrated ``model``, the ``graphwise``, ``layerwise`` and
+        ``stats`` records, the ``files`` written, and
+        ``rules``/``mixed_config``/``history`` when asked.
     """
     check_metric(method)
     os.makedirs(work_dir, exist_ok=True)
@@ -113,7 +114,8 @@ def analyze(cfg: Config,
           'quantized layer output):')
     print(format_table(graphwise, method, limit=15))
     result: Dict[str, object] = dict(
-        graphwise=graphwise, layerwise=layerwise, stats=stats, files=files)
+        model=model, graphwise=graphwise, layerwise=layerwise, stats=stats,
+        files=files)
     if mixed_budget is not None or max_drop is not None:
         result.update(
             _mixed(cfg, model, batches, layerwise, method, mixed_budget,
@@ -173,7 +175,7 @@ def _plot_layer_histograms(model, x, name: str, path: str) -> str:
     try:
         with analysis_mode(gm), torch.no_grad():
             for phase, switch in (('float', False), ('quant', True)):
-                for fq in _fake_quants(gm):
+                for fq in iter_fake_quants(gm):
                     fq.enable_fake_quant(switch)
                 gm(x)
     finally:
@@ -183,11 +185,6 @@ def _plot_layer_histograms(model, x, name: str, path: str) -> str:
         (f'{name}: output (float model vs quantized model)',
          outputs['float'], outputs['quant']),
     ], path)
-
-
-def _fake_quants(gm):
-    from mmrazor_quant.models.fake_quants.utils import iter_fake_quants
-    return iter_fake_quants(gm)
 
 
 def _mixed(cfg, model, batches, layerwise, method, budget, bit, max_drop,
