@@ -146,9 +146,8 @@ def find_graph_fake_quants(
 
 
 def flatten_output(output: Any) -> Tensor:
-    """Every floating tensor of a model output (tensor, tuple, list, dict,
-    or an object with tensor attributes is not supported) as one flat
-    vector.
+    """Every floating tensor of a model output (a tensor, or tuples, lists
+    and dicts of them, dict values in key order) as one flat vector.
 
     Raises:
         TypeError: If the output holds no floating tensor.

@@ -32,13 +32,16 @@ def test_float_then_quantized_checkpoint(tmp_path, capsys):
     base = str(tmp_path / 'base.py')
     Config(dict(cfg)).dump(base)
 
+    # an unreachable drop: the search stops at the budget of 1 layer
     first = analyze(cfg, float_ckpt, str(tmp_path / 'a'), steps=1,
-                    data='test', mixed_budget=1, config_path=base)
+                    data='test', mixed_budget=1, max_drop=-1.0,
+                    config_path=base)
     out = capsys.readouterr().out
     assert 'layer-wise sensitivity' in out and 'graph-wise error' in out
     layers = ['backbone.layers.0', 'backbone.layers.3', 'head.fc']
     assert sorted(r.name for r in first['layerwise']) == layers
     assert len(first['rules']) == 1
+    assert [count for count, _ in first['history']] == [0, 1]
     mixed = Config.fromfile(first['mixed_config'])
     assert mixed.model.quantizer.qconfig_mapping.module_name[0][0] == \
         first['rules'][0][0]
