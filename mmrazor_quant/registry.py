@@ -68,7 +68,8 @@ def register_all_modules(init_default_scope: bool = True) -> None:
     from mmengine.registry import DefaultScope
 
     for package in ('mmrazor_quant.models', 'mmrazor_quant.engine',
-                    'mmrazor_quant.datasets', 'mmrazor_quant.deploy'):
+                    'mmrazor_quant.datasets', 'mmrazor_quant.deploy',
+                    'mmrazor_quant.ptq'):
         try:
             importlib.import_module(package)
         except ModuleNotFoundError as e:

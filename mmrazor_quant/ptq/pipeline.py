@@ -1,0 +1,96 @@
+"""Build PTQ passes from config and run them around calibration
+(used by :class:`~mmrazor_quant.engine.PTQLoop`)."""
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, List, Optional, Sequence
+
+import torch
+from mmengine.logging import MMLogger
+from mmengine.registry import DefaultScope
+from torch import Tensor, nn
+
+from mmrazor_quant.registry import TASK_UTILS
+
+__all__ = ['PTQPass', 'build_ptq_passes', 'run_ptq_passes',
+           'collect_inputs', 'STAGES']
+
+#: When a pass runs relative to calibration.
+STAGES = ('before_calibration', 'after_calibration')
+
+
+@dataclass
+class PTQPass:
+    """A pass built from config: ``fn(model, data, **kwargs)``."""
+    name: str
+    fn: Callable
+    kwargs: dict = field(default_factory=dict)
+    stage: str = 'after_calibration'
+
+    def __call__(self, model: nn.Module, data=None):
+        return self.fn(model, data, **self.kwargs)
+
+
+def build_ptq_passes(cfgs: Optional[Sequence[dict]]) -> List[PTQPass]:
+    """``[dict(type='qdrop', drop_prob=0.5, iters=200), ...]`` to passes.
+
+    A ``type`` is a function registered in ``TASK_UTILS`` (``mmrazor_quant.``
+    prefix optional); the other keys are its keyword arguments. A
+    ``stage`` key overrides the pass's default stage.
+
+    Raises:
+        TypeError: If an entry is not a dict with ``type``.
+        KeyError: If a ``type`` is not registered.
+        ValueError: If a ``stage`` is unknown.
+    """
+    import mmrazor_quant.ptq  # noqa: F401  registers the passes
+    passes = []
+    for i, cfg in enumerate(cfgs or []):
+        if not isinstance(cfg, dict) or 'type' not in cfg:
+            raise TypeError(f'ptq_passes[{i}] must be a dict with a `type`, '
+                            f'got {cfg!r}')
+        kwargs = dict(cfg)
+        name = kwargs.pop('type')
+        with DefaultScope.overwrite_default_scope('mmrazor_quant'):
+            fn = TASK_UTILS.get(name)
+        if fn is None:
+            raise KeyError(
+                f'ptq_passes[{i}]: `{name}` is not in the mmrazor_quant::task '
+                'util registry. Known passes: equalize_cross_layer, '
+                'correct_bias, adaround, brecq, qdrop')
+        stage = kwargs.pop('stage', getattr(fn, 'stage', STAGES[1]))
+        if stage not in STAGES:
+            raise ValueError(f'ptq_passes[{i}].stage must be one of {STAGES}'
+                             f', got {stage!r}')
+        passes.append(PTQPass(str(name).split('.')[-1], fn, kwargs, stage))
+    return passes
+
+
+@torch.no_grad()
+def collect_inputs(model: nn.Module, dataloader: Iterable,
+                   steps: int) -> List[Tensor]:
+    """The preprocessed inputs of the first ``steps`` batches."""
+    module = getattr(model, 'module', model)
+    inputs = []
+    for i, batch in enumerate(dataloader):
+        if i == steps:
+            break
+        inputs.append(module.data_preprocessor(batch, False)['inputs'])
+    return inputs
+
+
+def run_ptq_passes(model: nn.Module, passes: Sequence[PTQPass], stage: str,
+                   data_fn: Callable[[], List[Tensor]]) -> None:
+    """Run the passes of ``stage`` in order; ``data_fn`` gives the inputs
+    (called at most once, only if a pass of the stage exists)."""
+    logger = MMLogger.get_current_instance()
+    data = None
+    for ptq_pass in passes:
+        if ptq_pass.stage != stage:
+            continue
+        if data is None:
+            data = data_fn()
+        logger.info(f'PTQ pass {ptq_pass.name} {ptq_pass.kwargs} ({stage})')
+        start = time.time()
+        ptq_pass(model, data)
+        logger.info(f'PTQ pass {ptq_pass.name} took '
+                    f'{time.time() - start:.1f} s')
