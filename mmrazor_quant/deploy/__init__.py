@@ -33,5 +33,6 @@ def export_model(qmodel, example_input, onnx_path: str,
         ExportResult: The files written.
     """
     from mmrazor_quant.registry import EXPORTERS
-    exporter = EXPORTERS.build(dict(type=backend, **kwargs))
+    name = backend if '.' in backend else f'mmrazor_quant.{backend}'
+    exporter = EXPORTERS.build(dict(type=name, **kwargs))
     return exporter.export(qmodel, example_input, onnx_path)

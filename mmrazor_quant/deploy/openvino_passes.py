@@ -41,16 +41,6 @@ _TYPE_MIN = {
 }
 
 
-def _constants(graph: onnx.GraphProto) -> Dict[str, np.ndarray]:
-    """Constant values, also under the names ``Identity`` nodes give them
-    (the TorchScript exporter shares qparams through ``Identity``)."""
-    values = onnx_constants(graph)
-    for node in graph.node:
-        if node.op_type == 'Identity' and node.input[0] in values:
-            values[node.output[0]] = values[node.input[0]]
-    return values
-
-
 def _fused_producer(name: str, producers: Dict[str, onnx.NodeProto]) -> bool:
     node = producers.get(name)
     while node is not None and node.op_type in _PASS_THROUGH:
@@ -77,7 +67,7 @@ def _guarded_inputs(graph: onnx.GraphProto
     """``(position of the add, input index, lower bound)`` of every per-tensor DQ that feeds
     an ``Add`` and quantizes the output of a fusing op."""
     producers = {o: n for n in graph.node for o in n.output}
-    values = _constants(graph)
+    values = onnx_constants(graph)
     found = []
     for position, node in enumerate(graph.node):
         if node.op_type != 'Add':

@@ -119,6 +119,11 @@ class QDQFakeQuantize(FixedFakeQuantize):
     #: its container type (exact parity). TensorRT fuses only bare Q/DQ
     #: pairs, so its exporter turns this off.
     clip_narrow_range: bool = True
+    #: The input is already on the grid (a deploy weight, see
+    #: :class:`WeightQuantizedLayer`): no clip is needed for exactness, and
+    #: none is exported (a clip on a weight keeps onnxruntime from folding
+    #: and fusing it).
+    input_on_grid: bool = False
 
     @classmethod
     def from_fake_quant(cls, fake_quant: BaseFakeQuantize
@@ -187,7 +192,8 @@ class QDQFakeQuantize(FixedFakeQuantize):
         return self.qtype
 
     def _clip(self, x: Tensor) -> Tensor:
-        if not (self.clip_narrow_range and self.needs_clip):
+        if self.input_on_grid or not (self.clip_narrow_range
+                                      and self.needs_clip):
             return x
         low, high = self.clip_bounds()
         if self.is_per_channel:

@@ -15,7 +15,9 @@ __all__ = [
 
 
 def onnx_constants(graph: onnx.GraphProto) -> Dict[str, np.ndarray]:
-    """Values of initializers and ``Constant`` nodes, by tensor name."""
+    """Values of initializers and ``Constant`` nodes, by tensor name, also
+    under the names ``Identity`` nodes give them (the exporters share
+    qparams through ``Identity``)."""
     values = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
     for node in graph.node:
         if node.op_type == 'Constant':
@@ -23,6 +25,8 @@ def onnx_constants(graph: onnx.GraphProto) -> Dict[str, np.ndarray]:
                         None)
             if attr is not None:
                 values[node.output[0]] = numpy_helper.to_array(attr.t)
+        elif node.op_type == 'Identity' and node.input[0] in values:
+            values[node.output[0]] = values[node.input[0]]
     return values
 
 

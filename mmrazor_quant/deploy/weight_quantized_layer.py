@@ -41,6 +41,7 @@ class WeightQuantizedLayer(nn.Module):
         with torch.no_grad():
             layer.weight.copy_(weight_fake_quant(layer.weight))
         layer.weight.requires_grad_(False)
+        weight_fake_quant.input_on_grid = True
         self.layer = layer
         self.weight_fake_quant = weight_fake_quant
         self.with_relu = with_relu

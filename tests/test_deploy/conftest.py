@@ -55,11 +55,11 @@ def digits():
     data = _mnist()
     if data is None:
         g = torch.Generator().manual_seed(0)
-        images = torch.randn(1400, 3, 28, 28, generator=g)
-        labels = torch.randint(0, 10, (1400, ), generator=g)
+        images = torch.randn(2024, 3, 28, 28, generator=g)
+        labels = torch.randint(0, 10, (2024, ), generator=g)
     else:
         images, labels = data
-    return images[:1024], labels[:1024], images[-400:], labels[-400:]
+    return images[:1024], labels[:1024], images[-1000:], labels[-1000:]
 
 
 def _train(arch: dict, images, labels, steps: int = 30):
@@ -113,6 +113,12 @@ def build_quantized(arch_name, float_weights, quantizer, a_qscheme,
                 tracer=dict(
                     type='mmrazor_quant.CustomTracer',
                     skipped_methods=SKIPPED))))
+
+
+@torch.no_grad()
+def accuracy(model, images, labels) -> float:
+    """Top-1 accuracy of a deploy model (or any ``model(x)``)."""
+    return float((model(images).argmax(1) == labels).float().mean())
 
 
 @torch.no_grad()

@@ -9,7 +9,8 @@ import torch
 from mmrazor_quant.deploy import build_deploy_model, check_parity, export_model
 from mmrazor_quant.deploy.qdq_fake_quantize import QDQFakeQuantize
 from mmrazor_quant.deploy.weight_quantized_layer import WeightQuantizedLayer
-from .conftest import W8, build_quantized, calibrate
+from mmrazor_quant.deploy.runtimes import load_runtime
+from .conftest import W8, accuracy, build_quantized, calibrate
 
 U8_SYM = dict(qdtype='quint8', bit=8, is_symmetry=True)
 U7_SYM = dict(qdtype='quint8', bit=7, is_symmetry=True)
@@ -69,25 +70,39 @@ def test_qdq_count_and_positions(openvino_u7, digits, tmp_path):
     assert os.path.exists(result.files['qparams'])
 
 
-OPENVINO_GAP = pytest.mark.xfail(
-    reason='measured: OpenVINO 2026.4 CPU (AVX2, no VNNI) 97.5 % top-1, '
-    '31 dB vs the simulation on 400 digits; not yet investigated',
-    strict=False)
+def assert_deployed(report, model, path, digits, runtime='onnxruntime'):
+    """Parity targets of issue 4 on the test digits, and deployed accuracy
+    within 0.2 points of the simulated one."""
+    print(report.format())
+    assert report.num_samples == len(digits[2]) == 1000
+    assert report.top1_agreement >= 0.995
+    assert report.sqnr_db >= 30
+    sim_acc = accuracy(model, digits[2], digits[3])
+    run = load_runtime(runtime, path)
+    deployed_acc = float(
+        (run(digits[2].numpy()).argmax(1) == digits[3].numpy()).mean())
+    print(f'accuracy: simulated {100 * sim_acc:.2f} %, deployed '
+          f'{100 * deployed_acc:.2f} %')
+    assert abs(deployed_acc - sim_acc) <= 0.002
 
 
-@pytest.mark.parametrize(
-    'runtime',
-    ['onnxruntime', pytest.param('openvino', marks=OPENVINO_GAP)])
-@pytest.mark.parametrize('backend', ['onnxruntime', 'openvino'])
+# An onnxruntime export run in OpenVINO lacks the openvino exporter's
+# guards (openvino_passes) and measures 98.2 %, 31 dB: not a pair to ship.
+@pytest.mark.parametrize('backend,runtime', [
+    ('onnxruntime', 'onnxruntime'), ('openvino', 'onnxruntime'),
+    ('openvino', 'openvino')])
 def test_runtime_parity_7bit(openvino_u7, digits, tmp_path, backend,
                              runtime):
     path = str(tmp_path / f'{backend}.onnx')
     result = export_model(openvino_u7, digits[2][:2], path, backend)
     report = check_parity(result.deploy_model, path, digits[2], runtime)
-    print(report.format())
-    assert report.num_samples == 400
-    assert report.top1_agreement >= 0.995
-    assert report.sqnr_db >= 30
+    assert_deployed(report, result.deploy_model, path, digits, runtime)
+    if backend == 'openvino':
+        ops = [n.op_type for n in onnx.load(path).graph.node]
+        # one guard per residual input computed by a conv (see
+        # openvino_passes): 8 blocks; 3 downsample convs, and the stem
+        # conv feeding the first block's identity
+        assert ops.count('Max') - ops.count('Min') == 12
 
 
 def test_full_8bit_activations_orchestrated(float_weights, digits, tmp_path):
@@ -110,8 +125,8 @@ def test_tensorrt_explicit_and_implicit(float_weights, digits, tmp_path):
                             str(tmp_path / 'trt.onnx'), 'tensorrt')
     report = check_parity(explicit.deploy_model, explicit.onnx_path,
                           digits[2])
-    print(report.format())
-    assert report.top1_agreement >= 0.995 and report.sqnr_db >= 30
+    assert_deployed(report, explicit.deploy_model, explicit.onnx_path,
+                    digits)
     implicit = export_model(model, digits[2][:2],
                             str(tmp_path / 'trt_implicit.onnx'),
                             'tensorrt', implicit=True)
@@ -145,8 +160,8 @@ def test_w4a4_opset21_and_lsq_scales(float_weights, digits, tmp_path):
     assert {onnx.TensorProto.INT4, onnx.TensorProto.UINT4} & types
     exported = result.deploy_model.get_submodule('act_fake_quants.inputs')
     assert float(exported.scale) == pytest.approx(float(lsq.scale))
+    # the biases of 4-bit layers are moved out of Conv/Gemm (bias_passes)
+    ops = [n.op_type for n in result.onnx_model.graph.node]
+    assert ops.count('Add') == 8 + ops.count('Conv') + ops.count('Gemm')
     report = check_parity(result.deploy_model, path, digits[2])
-    print(report.format())
-    # measured: 95.25 % top-1, 23.2 dB, max 2 steps (issue target: 99.5 %,
-    # 30 dB) -- the gap is open; these bounds only catch regressions.
-    assert report.top1_agreement >= 0.9 and report.sqnr_db >= 20
+    assert_deployed(report, result.deploy_model, path, digits)

@@ -9,6 +9,7 @@ import torch
 from torch import fx, nn
 
 from ..atomic import atomic_outputs
+from ..bias_passes import unfuse_low_bit_bias
 from ..deploy_model import build_deploy_model
 from ..onnx_export import DEFAULT_OPSET, export_onnx
 from ..qdq_fake_quantize import QDQFakeQuantize
@@ -45,6 +46,11 @@ class BaseExporter:
         opset (int, optional): Target opset. Defaults to 21 if a grid needs
             4 bits, else :data:`DEFAULT_OPSET`.
         dynamic_batch (bool): Symbolic batch axis. Defaults to True.
+        clip_narrow_range (bool, optional): Override the backend's
+            :attr:`clip_narrow_range`. ``False`` lets onnxruntime fuse 7-bit
+            activations into int8 kernels, at the price of values above the
+            calibrated range reaching 255 instead of clamping at 127.
+            Defaults to None (the backend's choice).
     """
     #: Registry name of the backend.
     backend: str = 'base'
@@ -53,9 +59,12 @@ class BaseExporter:
     clip_narrow_range: bool = True
 
     def __init__(self, opset: Optional[int] = None,
-                 dynamic_batch: bool = True) -> None:
+                 dynamic_batch: bool = True,
+                 clip_narrow_range: Optional[bool] = None) -> None:
         self.opset = opset
         self.dynamic_batch = dynamic_batch
+        if clip_narrow_range is not None:
+            self.clip_narrow_range = clip_narrow_range
 
     # -- hooks for backends ----------------------------------------------
     def check_model(self, model: fx.GraphModule) -> None:
@@ -67,8 +76,13 @@ class BaseExporter:
         return {}
 
     def final_model(self, onnx_model: onnx.ModelProto) -> onnx.ModelProto:
-        """The model written to the ``.onnx`` file."""
-        return onnx_model
+        """The model written to the ``.onnx`` file: ``onnx_model`` with the
+        bias of 4-bit layers moved out of the op (see
+        :func:`unfuse_low_bit_bias`). Subclasses extend it."""
+        model = onnx.ModelProto.FromString(onnx_model.SerializeToString())
+        if unfuse_low_bit_bias(model):
+            onnx.checker.check_model(model, full_check=True)
+        return model
 
     def verify_loads(self, path: str) -> None:
         """Check that the backend's runtime loads ``path``."""

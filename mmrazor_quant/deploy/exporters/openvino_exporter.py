@@ -38,7 +38,7 @@ class OpenVINOExporter(BaseExporter):
                              f'than 8 bits: {wide}')
 
     def final_model(self, onnx_model: onnx.ModelProto) -> onnx.ModelProto:
-        model = onnx.ModelProto.FromString(onnx_model.SerializeToString())
+        model = super().final_model(onnx_model)
         guard_fused_sum_inputs(model)
         onnx.checker.check_model(model, full_check=True)
         return model

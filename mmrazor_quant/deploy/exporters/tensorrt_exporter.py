@@ -71,6 +71,7 @@ class TensorRTExporter(BaseExporter):
         return {f'{stem}.ranges.json': ranges}
 
     def final_model(self, onnx_model: onnx.ModelProto) -> onnx.ModelProto:
+        onnx_model = super().final_model(onnx_model)
         if not self.implicit:
             return onnx_model
         float_model, _ = strip_qdq(onnx_model)
