@@ -5,9 +5,19 @@ batch 32, CPU): the fp32 step, our quantized step for each backend
 quantizer (FakeQuantize with moving-average observers, the usual QAT setup,
 and LSQ on OpenVINO), and torch.ao's ``prepare_qat_fx`` (x86 qconfig) when
 torch still ships it. A step is forward + cross-entropy + backward + SGD.
+Observers stay on in every step (as torch.ao's fused fake quants), except
+for LSQ, whose observers give the initial scale on the first step only, as
+in ``LSQEpochBasedLoop``.
+
+The contenders run round-robin (one step of each per round), so a change in
+the machine's load hits all of them alike. ``--timer cpu`` times with the
+process CPU clock instead of the wall clock: on a machine shared with other
+jobs it ignores the time the process waits for a core (use it with
+``--threads 1``, where no thread spin-waits).
 
 Usage:
     python benchmarks/qat_step.py [--steps 15] [--warmup 3] [--threads 2]
+        [--batch 32] [--timer wall|cpu]
 """
 import argparse
 import copy
@@ -19,6 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from mmrazor_quant.models.fake_quants import disable_observer
 from mmrazor_quant.registry import MODELS, register_all_modules
 
 ARCH = dict(
@@ -91,19 +102,26 @@ def torch_ao(float_model, x):
     return model, model
 
 
-def median_step(forward, module, x, y, steps, warmup):
-    module.train()
-    opt = torch.optim.SGD(module.parameters(), lr=1e-3, momentum=0.9)
-    times = []
+def median_steps(contenders, x, y, steps, warmup, clock):
+    """Median step time of each ``(forward, module, after_first)``,
+    stepping them round-robin."""
+    states = []
+    for forward, module, after_first in contenders:
+        module.train()
+        opt = torch.optim.SGD(module.parameters(), lr=1e-3, momentum=0.9)
+        states.append((forward, opt, after_first, []))
     for i in range(warmup + steps):
-        start = time.perf_counter()
-        loss = F.cross_entropy(forward(x), y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        if i >= warmup:
-            times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for forward, opt, after_first, times in states:
+            start = clock()
+            loss = F.cross_entropy(forward(x), y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            if i >= warmup:
+                times.append(clock() - start)
+            if i == 0 and after_first is not None:
+                after_first()
+    return [statistics.median(times) for *_, times in states]
 
 
 def main():
@@ -112,6 +130,7 @@ def main():
     parser.add_argument('--warmup', type=int, default=3)
     parser.add_argument('--batch', type=int, default=32)
     parser.add_argument('--threads', type=int, default=2)
+    parser.add_argument('--timer', choices=('wall', 'cpu'), default='wall')
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -121,23 +140,26 @@ def main():
     y = torch.randint(0, 10, (args.batch, ))
 
     fp32 = TensorMode(copy.deepcopy(float_model))
-    base = median_step(fp32, fp32, x, y, args.steps, args.warmup)
-    rows = [('fp32', base)]
+    contenders = [('fp32', (fp32, fp32, None))]
     for name, (quantizer, a_qscheme) in BACKENDS.items():
         fwd, module = ours(float_model, quantizer, a_qscheme)
-        rows.append((f'ours {name}', median_step(fwd, module, x, y,
-                                                 args.steps, args.warmup)))
+        contenders.append((f'ours {name}', (fwd, module, None)))
     fwd, module = ours(float_model, 'OpenVINOQuantizer',
                        BACKENDS['openvino'][1], lsq=True)
-    rows.append(('ours openvino LSQ',
-                 median_step(fwd, module, x, y, args.steps, args.warmup)))
+    contenders.append(('ours openvino LSQ',
+                       (fwd, module, lambda m=module: disable_observer(m))))
     ao = torch_ao(float_model, x)
     if ao is not None:
-        rows.append(('torch.ao prepare_qat_fx (x86)',
-                     median_step(*ao, x, y, args.steps, args.warmup)))
+        contenders.append(('torch.ao prepare_qat_fx (x86)', (*ao, None)))
+    clock = time.process_time if args.timer == 'cpu' else time.perf_counter
+    medians = median_steps([c for _, c in contenders], x, y, args.steps,
+                           args.warmup, clock)
+    rows = [(name, t) for (name, _), t in zip(contenders, medians)]
+    base = rows[0][1]
 
     print(f'ResNet_CIFAR-18, batch {args.batch}, 32x32, '
-          f'{args.threads} threads, median of {args.steps} steps')
+          f'{args.threads} threads, median of {args.steps} steps, '
+          f'{args.timer} time')
     print(f'| {"model":32s} | step (ms) | vs fp32 |')
     print(f'| {"-" * 32} | --------- | ------- |')
     for name, t in rows:

