@@ -98,8 +98,13 @@ class _TensorMode(torch.nn.Module):
 
 
 def _quantize_static(src: str, dst: str, calib: List[torch.Tensor]) -> None:
+    """onnxruntime's recommended flow: ``quant_pre_process`` (shape
+    inference, BN and constant folding) then QDQ ``quantize_static``."""
     from onnxruntime.quantization import (CalibrationDataReader, QuantFormat,
                                           QuantType, quantize_static)
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+    pre = dst.replace('.onnx', '_pre.onnx')
+    quant_pre_process(src, pre)
 
     class Reader(CalibrationDataReader):
 
@@ -111,7 +116,7 @@ def _quantize_static(src: str, dst: str, calib: List[torch.Tensor]) -> None:
             return None if batch is None else {'input': batch.numpy()}
 
     quantize_static(
-        src, dst, Reader(), quant_format=QuantFormat.QDQ,
+        pre, dst, Reader(), quant_format=QuantFormat.QDQ,
         activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
         per_channel=True)
 

@@ -1,0 +1,92 @@
+"""The ONNX passes of the exporters change the graph, never the values."""
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from mmrazor_quant.deploy.bias_passes import unfuse_low_bit_bias
+from mmrazor_quant.deploy.openvino_passes import guard_fused_sum_inputs
+
+ort = pytest.importorskip('onnxruntime')
+
+
+def _const(name, value, dtype=np.float32):
+    return numpy_helper.from_array(np.asarray(value, dtype=dtype), name)
+
+
+def _residual_model(qtype=TensorProto.UINT8, zp_dtype=np.uint8, scale=0.05):
+    """x -> Q/DQ -> Conv(+bias) -> Q/DQ -> Add(x_dq) -> output."""
+    rng = np.random.default_rng(0)
+    weight = rng.integers(-7, 8, (4, 4, 3, 3)).astype(np.float32) * 0.1
+    inits = [
+        _const('s', scale), _const('z', 0, zp_dtype),
+        _const('w', weight), _const('ws', 0.1), _const('wz', 0, np.int8),
+        _const('b', rng.normal(size=4) * 0.37)]
+    if qtype != TensorProto.UINT8:
+        inits[1] = helper.make_tensor('z', qtype, [], [0])
+        inits[4] = helper.make_tensor('wz', TensorProto.INT4, [], [0])
+    nodes = [
+        helper.make_node('QuantizeLinear', ['x', 's', 'z'], ['xq']),
+        helper.make_node('DequantizeLinear', ['xq', 's', 'z'], ['xd']),
+        helper.make_node('QuantizeLinear', ['w', 'ws', 'wz'], ['wq']),
+        helper.make_node('DequantizeLinear', ['wq', 'ws', 'wz'], ['wd']),
+        helper.make_node('Conv', ['xd', 'wd', 'b'], ['c'], pads=[1] * 4),
+        helper.make_node('QuantizeLinear', ['c', 's', 'z'], ['cq']),
+        helper.make_node('DequantizeLinear', ['cq', 's', 'z'], ['cd']),
+        helper.make_node('Add', ['cd', 'xd'], ['y']),
+    ]
+    graph = helper.make_graph(
+        nodes, 'g',
+        [helper.make_tensor_value_info('x', TensorProto.FLOAT,
+                                       [1, 4, 6, 6])],
+        [helper.make_tensor_value_info('y', TensorProto.FLOAT, [1, 4, 6, 6])],
+        inits)
+    opset = 21 if qtype != TensorProto.UINT8 else 17
+    # IR 10: what onnxruntime 1.31 reads (onnx 1.23 writes 14 by default)
+    return helper.make_model(graph, ir_version=10,
+                             opset_imports=[helper.make_opsetid('', opset)])
+
+
+def _run(model, x, level):
+    options = ort.SessionOptions()
+    options.graph_optimization_level = level
+    session = ort.InferenceSession(model.SerializeToString(), options,
+                                   providers=['CPUExecutionProvider'])
+    return session.run(None, {'x': x})[0]
+
+
+def test_openvino_guard_only_on_conv_outputs():
+    model = _residual_model()
+    assert guard_fused_sum_inputs(model) == 1
+    onnx.checker.check_model(model, full_check=True)
+    guard = next(n for n in model.graph.node if n.op_type == 'Max')
+    add = next(n for n in model.graph.node if n.op_type == 'Add')
+    assert guard.input[0] == 'cd' and add.input == [guard.output[0], 'xd']
+    low = next(i for i in model.graph.initializer
+               if i.name == guard.input[1])
+    assert float(numpy_helper.to_array(low)) == 0.0  # (0 - z) * s, uint8
+    x = np.random.default_rng(1).normal(size=(1, 4, 6, 6)).astype('f4')
+    level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    np.testing.assert_array_equal(
+        _run(model, x, level), _run(_residual_model(), x, level))
+
+
+def test_low_bit_bias_moved_out_of_conv():
+    model = _residual_model(TensorProto.UINT4)
+    reference = _residual_model(TensorProto.UINT4)
+    assert unfuse_low_bit_bias(model) == 1
+    onnx.checker.check_model(model, full_check=True)
+    conv = next(n for n in model.graph.node if n.op_type == 'Conv')
+    assert len(conv.input) == 2
+    x = np.abs(np.random.default_rng(2).normal(size=(1, 4, 6, 6))) \
+        .astype('f4')
+    unoptimized = _run(reference, x,
+                       ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
+    # with the bias out of the Conv, onnxruntime's optimizations no longer
+    # round it to the int32 grid: the result is the unoptimized one
+    moved = _run(model, x, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
+    np.testing.assert_allclose(moved, unoptimized, rtol=0, atol=1e-6)
+
+
+def test_8bit_bias_left_in_place():
+    assert unfuse_low_bit_bias(_residual_model()) == 0
