@@ -45,7 +45,8 @@ model_wrapper_cfg = dict(
 
 # Fine-tuning from the float model: SGD with a cosine decay over the QAT
 # epochs (stepped per iteration); no weight decay on the learned scales.
-max_epochs = 1
+# 4-bit needs a second epoch to recover.
+max_epochs = 2
 optim_wrapper = dict(
     _delete_=True,
     optimizer=dict(type='SGD', lr=0.01, momentum=0.9, weight_decay=1e-4),
