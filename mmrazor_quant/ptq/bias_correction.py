@@ -35,12 +35,12 @@ class _Stop(Exception):
 
 
 def preactivation(module: nn.Module, x: Tensor) -> Tensor:
-    """``module(x)`` without its fused ReLU."""
+    """``module(x)`` without its fused ReLU (hooks are not run)."""
     module._with_relu = False  # instance attribute shadows the class one
     try:
-        return module(x)
+        return module.forward(x)
     finally:
-        del module._with_relu
+        del module.__dict__['_with_relu']
 
 
 @torch.no_grad()

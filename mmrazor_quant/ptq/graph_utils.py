@@ -8,7 +8,7 @@ from torch import Tensor, fx, nn
 from mmrazor_quant.models.fake_quants import BaseFakeQuantize
 
 __all__ = [
-    'tensor_graph_module', 'is_weighted', 'weighted_nodes', 'find_units',
+    'tensor_graph_module', 'owner_modules', 'is_weighted', 'weighted_nodes', 'find_units',
     'extract_unit', 'capture', 'QuantSwitches', 'DEFAULT_BLOCK_TYPES'
 ]
 
@@ -70,10 +70,23 @@ def _block_of(target: str, modules: Dict[str, nn.Module],
     return None
 
 
+def owner_modules(model: nn.Module) -> Dict[str, nn.Module]:
+    """Named modules of the model the graph was traced from (the
+    GraphModule's own containers are plain ``nn.Module``s, which hides the
+    block classes)."""
+    model = getattr(model, 'module', model)
+    owner = getattr(model, 'architecture', None)
+    if owner is None:
+        owner = model
+    return dict(owner.named_modules())
+
+
 def find_units(gm: fx.GraphModule,
                granularity: str = 'block',
                block_types: Sequence[str] = DEFAULT_BLOCK_TYPES,
-               with_input_quant: bool = True) -> List[Tuple[str, List[fx.Node]]]:
+               with_input_quant: bool = True,
+               modules: Optional[Dict[str, nn.Module]] = None
+               ) -> List[Tuple[str, List[fx.Node]]]:
     """Split the weighted part of the graph into reconstruction units.
 
     ``'layer'``: one unit per QAT conv/linear. ``'block'``: every node from
@@ -82,6 +95,10 @@ def find_units(gm: fx.GraphModule,
     units of their own. With ``with_input_quant``, an activation fake quant
     whose users all lie in the unit joins it (so it can be switched off or
     dropped during reconstruction).
+
+    Args:
+        modules (dict, optional): Named modules in which to look up block
+            classes (see :func:`owner_modules`). Defaults to ``gm``'s.
 
     Returns:
         list[tuple[str, list[fx.Node]]]: ``(name, nodes in graph order)``.
@@ -92,7 +109,7 @@ def find_units(gm: fx.GraphModule,
     if granularity not in ('layer', 'block'):
         raise ValueError(f"granularity must be 'layer' or 'block', got "
                          f'{granularity!r}')
-    modules = dict(gm.named_modules())
+    modules = {**dict(gm.named_modules()), **(modules or {})}
     order = {node: i for i, node in enumerate(gm.graph.nodes)}
     units: Dict[str, List[fx.Node]] = {}
     for node in weighted_nodes(gm):
@@ -216,7 +233,9 @@ class QuantSwitches:
 
     def __enter__(self) -> 'QuantSwitches':
         model = self.model
-        self.training = model.training
+        # Per module: a GraphModule's own flag says nothing about the
+        # shared leaves (an MMArchitectureQuant in eval has them in eval).
+        self.training = [(m, m.training) for m in model.modules()]
         self.flags = [(fq, int(fq.observer_enabled[0]),
                        int(fq.fake_quant_enabled[0]))
                       for fq in model.modules()
@@ -230,4 +249,5 @@ class QuantSwitches:
             fq.enable_fake_quant(bool(fake_quant_on))
         for param, requires_grad in self.grads:
             param.requires_grad_(requires_grad)
-        self.model.train(self.training)
+        for module, training in self.training:
+            module.training = training

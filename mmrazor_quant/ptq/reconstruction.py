@@ -50,7 +50,7 @@ from mmrazor_quant.models.fake_quants.qdrop import drop_quantization
 from mmrazor_quant.registry import TASK_UTILS
 from .graph_utils import (DEFAULT_BLOCK_TYPES, QuantSwitches, capture,
                           extract_unit, find_units, is_weighted,
-                          tensor_graph_module)
+                          owner_modules, tensor_graph_module)
 
 __all__ = ['adaround', 'brecq', 'qdrop', 'reconstruct', 'sample_inputs',
            'bake_rounding']
@@ -248,7 +248,8 @@ def reconstruct(model: nn.Module,
     gm = tensor_graph_module(model)
     inputs = sample_inputs(data, num_samples, seed)
     units = find_units(gm, granularity, block_types,
-                       with_input_quant=granularity == 'block')
+                       with_input_quant=granularity == 'block',
+                       modules=owner_modules(model))
     logger = MMLogger.get_current_instance()
     batch_gen = torch.Generator().manual_seed(seed)
     drop_gen = torch.Generator().manual_seed(seed + 1)
