@@ -79,6 +79,14 @@ class PTQLoop(TestLoop):
             checkpoint given by ``load_from`` (``--checkpoint``). Defaults to
             False.
         fp16 (bool): Evaluate under autocast. Defaults to False.
+        ptq_passes (list[dict], optional): Advanced PTQ passes of
+            :mod:`mmrazor_quant.ptq`, run in order: those of stage
+            ``'before_calibration'`` (e.g. ``equalize_cross_layer``) before
+            calibrating, the others (``correct_bias``, ``adaround``,
+            ``brecq``, ``qdrop``) after it, on the preprocessed inputs of
+            the ``calibrate_steps`` calibration batches. E.g.
+            ``[dict(type='qdrop', drop_prob=0.5, iters=200)]``. Defaults to
+            None (plain calibration).
 
     Raises:
         ValueError: If ``calibrate_steps`` is not an int >= 1, if
@@ -95,10 +103,15 @@ class PTQLoop(TestLoop):
                                                       Dict]] = None,
                  calibrate_steps: int = 32,
                  only_val: bool = False,
-                 fp16: bool = False) -> None:
+                 fp16: bool = False,
+                 ptq_passes: Optional[List[dict]] = None) -> None:
         super().__init__(runner, dataloader, evaluator, fp16)
         self.calibrate_steps = check_steps(calibrate_steps, 'calibrate_steps')
         self.only_val = bool(only_val)
+        self.ptq_passes = []
+        if ptq_passes:
+            from mmrazor_quant.ptq import build_ptq_passes
+            self.ptq_passes = build_ptq_passes(ptq_passes)
         self.calibrate_dataloader = None
         if not self.only_val:
             self.calibrate_dataloader = self._build_calibrate_dataloader(
@@ -141,11 +154,24 @@ class PTQLoop(TestLoop):
     def calibrate(self) -> None:
         """Run the calibration batches (see the class docstring)."""
         logger = self.runner.logger
+        self._run_passes('before_calibration')
         logger.info(f'PTQ: calibrating on {self.calibrate_steps} batches')
         start = time.time()
         calibrate(self.runner.model, self.calibrate_dataloader,
                   self.calibrate_steps)
         logger.info(f'PTQ: calibration took {time.time() - start:.1f} s')
+        self._run_passes('after_calibration')
+
+    def _run_passes(self, stage: str) -> None:
+        """Run the ``ptq_passes`` of ``stage`` on the calibration inputs."""
+        if not self.ptq_passes:
+            return
+        from mmrazor_quant.ptq import collect_inputs, run_ptq_passes
+        run_ptq_passes(
+            self.runner.model, self.ptq_passes, stage,
+            lambda: collect_inputs(self.runner.model,
+                                   self.calibrate_dataloader,
+                                   self.calibrate_steps))
 
     def _prepare_only_val(self) -> None:
         model = self.runner.model
