@@ -120,7 +120,8 @@ def check_parity(model: fx.GraphModule,
                  inputs: Union[Tensor, Iterable[Tensor]],
                  runtime: str = 'onnxruntime',
                  batch_size: int = 64,
-                 step: Optional[float] = None) -> ParityReport:
+                 step: Optional[float] = None,
+                 **runtime_options) -> ParityReport:
     """Run ``onnx_path`` in ``runtime`` and ``model`` (the deploy model, or
     any module computing the simulation) on the same inputs and compare.
 
@@ -135,11 +136,13 @@ def check_parity(model: fx.GraphModule,
         batch_size (int): Chunk size for a tensor ``inputs``. Defaults to 64.
         step (float, optional): Unit of the step difference. Defaults to
             :func:`output_step` of ``model``.
+        **runtime_options: Passed to the runtime loader (e.g.
+            ``optimize=False`` for onnxruntime).
 
     Returns:
         ParityReport: The comparison.
     """
-    run = load_runtime(runtime, onnx_path)
+    run = load_runtime(runtime, onnx_path, **runtime_options)
     model = model.eval()
     sims, outs = [], []
     for batch in _batches(inputs, batch_size):

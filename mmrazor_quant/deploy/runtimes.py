@@ -8,7 +8,8 @@ __all__ = ['RUNTIMES', 'load_runtime']
 Runner = Callable[[np.ndarray], np.ndarray]
 
 
-def onnxruntime_runner(path: str, num_threads: int = 0) -> Runner:
+def onnxruntime_runner(path: str, num_threads: int = 0,
+                       optimize: bool = True) -> Runner:
     """A function running ``path`` on onnxruntime's CPU provider with all
     graph optimizations (so QDQ is fused into int8 kernels).
 
@@ -16,12 +17,16 @@ def onnxruntime_runner(path: str, num_threads: int = 0) -> Runner:
         path (str): The ``.onnx`` file.
         num_threads (int): Intra-op threads; 0 lets onnxruntime choose.
             Defaults to 0.
+        optimize (bool): All graph optimizations (int8 kernels); False runs
+            the graph as written (the ONNX reference semantics). Defaults
+            to True.
     """
     import onnxruntime as ort
     options = ort.SessionOptions()
     options.intra_op_num_threads = num_threads
     options.graph_optimization_level = \
-        ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        ort.GraphOptimizationLevel.ORT_ENABLE_ALL if optimize else \
+        ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     session = ort.InferenceSession(
         path, options, providers=['CPUExecutionProvider'])
     name = session.get_inputs()[0].name
