@@ -2,7 +2,7 @@
 from typing import Dict, List, Optional, Sequence, Union
 
 import torch
-from mmengine.model import BaseModel, MMDistributedDataParallel
+from mmengine.model import BaseModel, BaseModule, MMDistributedDataParallel
 from mmengine.runner import load_checkpoint
 from mmengine.structures import BaseDataElement
 from torch import fx, nn
@@ -84,6 +84,9 @@ class MMArchitectureQuant(BaseModel):
             register_checkpoint_safe_globals()
             load_checkpoint(
                 self.architecture, float_checkpoint, map_location='cpu')
+            # Runner.train() calls init_weights(); it must not overwrite the
+            # float weights just loaded.
+            _mark_initialized(self.architecture)
         self.forward_modes = tuple(forward_modes)
         self.quantizer = build_in_scope(MODELS, quantizer) if isinstance(
             quantizer, dict) else quantizer
@@ -134,6 +137,12 @@ class MMArchitectureQuant(BaseModel):
         replaced by fixed qparams (see :mod:`mmrazor_quant.deploy`)."""
         from mmrazor_quant.deploy.deploy_model import build_deploy_model
         return build_deploy_model(self)
+
+
+def _mark_initialized(module: nn.Module) -> None:
+    for m in module.modules():
+        if isinstance(m, BaseModule):
+            m._is_init = True
 
 
 @MODEL_WRAPPERS.register_module()

@@ -137,3 +137,36 @@ def test_nan_activation_names_the_quantizer():
     inputs[0, 0, 0, 0] = float('nan')
     with pytest.raises(ValueError, match=r'inputs: observed NaN or inf'):
         model(inputs, mode='tensor')
+
+
+def test_float_checkpoint_survives_init_weights(tmp_path):
+    """Runner.train() calls init_weights() after building the model; the
+    loaded float weights must stay."""
+    from mmcls.models.backbones.resnet_cifar import ResNet_CIFAR  # noqa
+
+    float_model = MODELS.build(copy.deepcopy(RESNET))
+    with torch.no_grad():
+        for p in float_model.parameters():
+            p.fill_(0.0123)
+    path = tmp_path / 'float.pth'
+    torch.save(dict(state_dict=float_model.state_dict()), str(path))
+    model = MODELS.build(
+        dict(
+            type='mmrazor_quant.MMArchitectureQuant',
+            architecture=copy.deepcopy(RESNET),
+            float_checkpoint=str(path),
+            forward_modes=('tensor', ),
+            quantizer=dict(
+                type='mmrazor_quant.OpenVINOQuantizer',
+                global_qconfig=dict(
+                    w_observer=dict(
+                        type='mmrazor_quant.PerChannelMinMaxObserver'),
+                    a_observer=dict(type='mmrazor_quant.MinMaxObserver'),
+                    w_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
+                    a_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
+                    w_qscheme=W_LSQ,
+                    a_qscheme=A_SCHEMES['mmrazor_quant.OpenVINOQuantizer']))))
+    model.init_weights()
+    conv = model.architecture.backbone.conv1
+    assert torch.all(conv.weight == 0.0123)
+    assert torch.all(model.architecture.head.fc.weight == 0.0123)
