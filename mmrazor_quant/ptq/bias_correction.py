@@ -92,8 +92,9 @@ def correct_bias(model: nn.Module,
                  seed: int = 0) -> List[str]:
     """Empirical bias correction of every QAT conv/linear, in place.
 
-    Runs after calibration. Each layer costs two forward passes over the
-    samples up to that layer.
+    Runs after calibration. The float means of all layers are taken first
+    (the float model shares the biases being corrected); then each layer
+    costs one forward pass over the samples up to that layer.
 
     Args:
         model (nn.Module): A calibrated ``MMArchitectureQuant`` or
@@ -121,10 +122,16 @@ def correct_bias(model: nn.Module,
     with QuantSwitches(gm):
         gm.eval()
         disable_observer(gm)
+        # The float model shares the biases being corrected: take all its
+        # means first, while it is still the original.
+        disable_fake_quant(gm)
+        float_means = {
+            name: output_channel_means(gm, name, inputs, batch_size)
+            for name in names
+        }
+        enable_fake_quant(gm)
         for i, name in enumerate(names):
-            disable_fake_quant(gm)
-            float_mean = output_channel_means(gm, name, inputs, batch_size)
-            enable_fake_quant(gm)
+            float_mean = float_means[name]
             quant_mean = output_channel_means(gm, name, inputs, batch_size)
             delta = float_mean - quant_mean
             _add_bias(gm.get_submodule(name), delta)

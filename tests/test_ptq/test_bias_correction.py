@@ -1,0 +1,40 @@
+"""Empirical bias correction removes the mean shift of a layer's output."""
+import torch
+
+from mmrazor_quant.models.fake_quants import (disable_fake_quant,
+                                              enable_fake_quant)
+from mmrazor_quant.ptq import (correct_bias, output_channel_means,
+                               tensor_graph_module)
+from .conftest import build_quantized, calibrate
+
+LAYER = 'backbone.layer1.0.conv2'
+
+
+def _means(model, name, x, quantized):
+    gm = tensor_graph_module(model)
+    (enable_fake_quant if quantized else disable_fake_quant)(gm)
+    means = output_channel_means(gm, name, x)
+    enable_fake_quant(gm)
+    return means
+
+
+def test_bias_correction_reduces_mean_output_error(float_state, digits):
+    images = digits[0]
+    model = calibrate(build_quantized(float_state, w_bit=3, a_bit=8),
+                      images[:256])
+    seen, unseen = images[:256], images[256:512]
+    # reference: the float model before the correction
+    float_seen = _means(model, LAYER, seen, False)
+    float_unseen = _means(model, LAYER, unseen, False)
+    before = float((float_seen - _means(model, LAYER, seen, True)).abs().mean())
+    before_unseen = float(
+        (float_unseen - _means(model, LAYER, unseen, True)).abs().mean())
+    corrected = correct_bias(model, [seen], num_samples=256,
+                             layers=['backbone.conv1', LAYER])
+    assert corrected == ['backbone.conv1', LAYER]
+    after = float((float_seen - _means(model, LAYER, seen, True)).abs().mean())
+    after_unseen = float(
+        (float_unseen - _means(model, LAYER, unseen, True)).abs().mean())
+    assert after < 0.1 * before
+    # also on digits it never saw
+    assert after_unseen < 0.6 * before_unseen
