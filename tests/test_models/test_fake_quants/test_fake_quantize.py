@@ -151,7 +151,8 @@ def test_default_zero_point_lies_in_the_range():
 
 def test_build_from_config_with_dict_observer():
     fq = MODELS.build(
-        dict(type='FakeQuantize', observer=dict(type='MinMaxObserver'),
+        dict(type='mmrazor_quant.FakeQuantize',
+             observer=dict(type='MinMaxObserver'),
              qscheme=dict(qdtype='qint8', bit=4, is_symmetry=True)))
     assert type(fq.observer).__name__ == 'MinMaxObserver'
     assert fq.observer.qscheme == fq.qscheme == QSchema(

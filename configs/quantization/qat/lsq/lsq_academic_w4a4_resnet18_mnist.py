@@ -49,7 +49,9 @@ model_wrapper_cfg = dict(
 max_epochs = 2
 optim_wrapper = dict(
     _delete_=True,
-    optimizer=dict(type='SGD', lr=0.01, momentum=0.9, weight_decay=1e-4),
+    # lr 1e-2 drove small per-channel weight scales (~5e-6) negative within
+    # 5 steps and the loss to NaN; 1e-3 keeps every scale positive.
+    optimizer=dict(type='SGD', lr=1e-3, momentum=0.9, weight_decay=1e-4),
     paramwise_cfg=dict(custom_keys={'.scale': dict(decay_mult=0.0)}))
 param_scheduler = [
     dict(
