@@ -23,7 +23,6 @@ import os.path as osp
 import sys
 import time
 
-import numpy as np
 import torch
 from mmengine.config import Config
 

@@ -34,7 +34,7 @@ Randomness (the mini-batches, QDrop's masks) comes from generators seeded
 by ``seed``: the result is deterministic.
 """
 import time
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import torch
 from mmengine.logging import MMLogger

@@ -47,7 +47,7 @@ def test_cle_keeps_float_outputs_and_shrinks_spread(float_state, digits):
 
 
 def test_cle_depthwise_pair():
-    from torch import fx, nn
+    from torch import nn
 
     from mmrazor_quant.ptq.equalization import equalize_pair
     conv = nn.Conv2d(4, 6, 1)
@@ -65,4 +65,3 @@ def test_cle_depthwise_pair():
     r1 = conv.weight.abs().flatten(1).amax(1)
     r2 = dw.weight.abs().flatten(1).amax(1)
     torch.testing.assert_close(r1, r2, rtol=1e-5, atol=0)
-    assert isinstance(fx, object)
