@@ -63,6 +63,9 @@ def worker(rank, port, work_dir):
         assert runner.world_size == WORLD_SIZE
         torch.save(result, osp.join(work_dir, f'rank{rank}.pt'))
     finally:
+        # No rank may tear gloo down while the other is still in a
+        # collective (that aborted rank 0 with SIGABRT once).
+        dist.barrier()
         dist.destroy_process_group()
 
 
