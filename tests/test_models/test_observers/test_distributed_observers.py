@@ -56,6 +56,7 @@ def worker(rank, port, out_dir):
                           [batch(rank, step) for step in range(STEPS)])
         torch.save(results, os.path.join(out_dir, f'rank{rank}.pt'))
     finally:
+        dist.barrier()  # never tear gloo down under the other rank
         dist.destroy_process_group()
 
 
