@@ -48,7 +48,7 @@ optim_wrapper = dict(
     _delete_=True,
     # lr 1e-2 drove small per-channel weight scales (~5e-6) negative within
     # 5 steps and the loss to NaN; 1e-3 keeps every scale positive.
-    optimizer=dict(type='SGD', lr=1e-3, momentum=0.9, weight_decay=1e-4),
+    optimizer=dict(type='SGD', lr=1e-4, momentum=0.9, weight_decay=1e-4),
     paramwise_cfg=dict(custom_keys={'.scale': dict(decay_mult=0.0)}))
 param_scheduler = [
     dict(
