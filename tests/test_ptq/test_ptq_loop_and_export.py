@@ -68,5 +68,9 @@ def test_w4a4_qdrop_exports_to_onnx_opset21(float_state, digits, tmp_path):
                                    atol=1e-4)
     report = check_parity(result.deploy_model, path, x)
     print(report.format())
-    assert report.top1_agreement >= 0.97
-    assert report.sqnr_db >= 25
+    # Measured here: 100 % agreement, 56 dB SQNR, 0.64 output steps.
+    # PPQ's bound (SNR error < 1 %) is 20 dB.
+    assert report.num_samples == 256
+    assert report.top1_agreement >= 0.99
+    assert report.sqnr_db >= 40
+    assert report.max_step_diff <= 1.0

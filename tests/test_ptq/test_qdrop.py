@@ -4,7 +4,9 @@ import copy
 import pytest
 import torch
 
-from mmrazor_quant.models.fake_quants import QDropFakeQuantize
+from mmrazor_quant.models.fake_quants import (QDropFakeQuantize,
+                                              disable_fake_quant,
+                                              enable_fake_quant)
 from mmrazor_quant.models.fake_quants.qdrop import drop_quantization
 from mmrazor_quant.ptq import brecq, find_units, qdrop, tensor_graph_module
 from mmrazor_quant.ptq.graph_utils import owner_modules
@@ -51,14 +53,21 @@ def test_qdrop_p1_equals_brecq(calibrated, digits):
 def test_qdrop_improves_w2a4_over_naive(calibrated, digits):
     images, labels = digits
     x, y = images[300:600], labels[300:600]
-    naive = calibrated(x, mode='tensor')
+    with torch.no_grad():
+        naive = calibrated(x, mode='tensor')
+        # The float reference: every fake quant off. (``architecture``
+        # itself is not float: it shares the QAT layers and their weight
+        # fake quants with the graphs.)
+        disable_fake_quant(calibrated)
+        float_out = calibrated(x, mode='tensor')
+        enable_fake_quant(calibrated)
     model = copy.deepcopy(calibrated)
     qdrop(model, [images[:256]], iters=15, num_samples=128)
     with torch.no_grad():
-        float_out = model.architecture(x, mode='tensor')
         out = model(x, mode='tensor')
-    assert (out - float_out).pow(2).mean() < (naive - float_out).pow(
-        2).mean()
+    naive_mse = float((naive - float_out).pow(2).mean())
+    qdrop_mse = float((out - float_out).pow(2).mean())
+    assert qdrop_mse < 0.9 * naive_mse
 
 
 def test_drop_quantization_and_fake_quant():

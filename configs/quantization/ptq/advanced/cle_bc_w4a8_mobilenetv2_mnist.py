@@ -2,7 +2,7 @@
 # cross-layer equalization (before calibration) and empirical bias
 # correction (after it).
 #   python tools/ptq.py configs/quantization/ptq/advanced/cle_bc_w4a8_mobilenetv2_mnist.py
-_base_ = ['./qdrop_w4a8_mobilenetv2_mnist.py']
+_base_ = ['./naive_w4a8_mobilenetv2_mnist.py']
 
 test_cfg = dict(
     ptq_passes=[

@@ -1,0 +1,6 @@
+# W4A4 PTQ of the fp32 MNIST MobileNetV2 with AdaRound (layer-wise learned
+# rounding; the layer's input comes from the quantized model).
+#   python tools/ptq.py configs/quantization/ptq/advanced/adaround_w4a4_mobilenetv2_mnist.py
+_base_ = ['./naive_w4a4_mobilenetv2_mnist.py']
+
+test_cfg = dict(ptq_passes=[dict(type='adaround', **_base_.reconstruction)])
