@@ -1,188 +1,177 @@
 """Low-bit PTQ on MNIST: fp32, naive PTQ, AdaRound, BRECQ and QDrop at
 W4A4, W2A4 and W4A8 for ResNet-18 and MobileNetV2, with wall times.
 
-Every run builds the model of a ``configs/quantization/ptq/advanced``
-config, calibrates it on training digits (``calibrate_steps`` batches of 64,
-test pipeline), runs the method's PTQ pass (the same functions
-``PTQLoop(ptq_passes=...)`` runs) and reports top-1 on the 1,000 MNIST5k
-test digits. The wall time covers calibration and the pass.
+Each run is what ``tools/ptq.py`` does with the config
+``configs/quantization/ptq/advanced/<method>_<bits>_<model>_mnist.py``: a
+Runner traces the model over the fp32 checkpoint, ``PTQLoop`` calibrates on
+training digits, runs the config's ``ptq_passes``, saves ``model_ptq.pth``
+and tests on the 1,000 MNIST5k test digits. The wall time is that of
+``runner.test()`` (calibration + pass + save + test), with the load average
+of the machine when the run ended. fp32 is ``tools/test.py`` on the fp32
+config and checkpoint.
 
-fp32 checkpoints are read from ``work_dirs/fp32/<config>/float.pth`` (what
-``tools/demo.py`` writes); a missing one is trained from
-``configs/fp32/<model>_mnist.py`` first.
+Checkpoints are read from ``work_dirs/fp32/<model>_mnist/float.pth`` (what
+``tools/demo.py`` writes) unless ``--checkpoint MODEL=PATH`` is given.
 
 Usage:
-    python benchmarks/ptq_lowbit.py [--models resnet18 mobilenetv2]
-        [--bits W4A4 W2A4 W4A8] [--methods naive adaround brecq qdrop]
-        [--iters 300] [--num-samples 512] [--out FILE.md]
+    OMP_NUM_THREADS=1 python benchmarks/ptq_lowbit.py
+        [--models resnet18 mobilenetv2] [--bits W4A4 W2A4 W4A8]
+        [--methods naive adaround brecq qdrop] [--iters N]
+        [--num-samples N] [--checkpoint resnet18=PATH] [--out FILE.md]
 """
 import argparse
-import copy
 import os
 import os.path as osp
 import sys
 import time
+from typing import Dict, List, Optional
 
 import torch
 from mmengine.config import Config
 
 REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
-MODELS_ = {
-    'resnet18': ('ResNet-18', 'configs/fp32/resnet18_mnist.py'),
-    'mobilenetv2': ('MobileNetV2', 'configs/fp32/mobilenetv2_mnist.py'),
-}
-MEAN, STD = 33.32, 78.57
+MODELS_ = {'resnet18': 'ResNet-18', 'mobilenetv2': 'MobileNetV2'}
+BITS = ('W4A4', 'W2A4', 'W4A8')
+METHODS = ('naive', 'adaround', 'brecq', 'qdrop')
+RECONSTRUCTION = ('adaround', 'brecq', 'qdrop')
+CONFIG_DIR = 'configs/quantization/ptq/advanced'
+HEADER = ('| model | bits | method | top-1 | vs fp32 | vs naive | '
+          'wall time (s) | load avg |\n|---|---|---|---|---|---|---|---|')
 
 
-def parse_args():
+def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
+    """Command line (see the module docstring)."""
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    p.add_argument('--models', nargs='+', default=list(MODELS_))
-    p.add_argument('--bits', nargs='+', default=['W4A4', 'W2A4', 'W4A8'])
-    p.add_argument('--methods', nargs='+',
-                   default=['naive', 'adaround', 'brecq', 'qdrop'])
-    p.add_argument('--iters', type=int, default=300,
-                   help='reconstruction steps per layer/block')
-    p.add_argument('--num-samples', type=int, default=512)
-    p.add_argument('--calibrate-steps', type=int, default=16)
-    p.add_argument('--seed', type=int, default=0)
+    p.add_argument('--models', nargs='+', default=list(MODELS_),
+                   choices=list(MODELS_))
+    p.add_argument('--bits', nargs='+', default=list(BITS), choices=BITS)
+    p.add_argument('--methods', nargs='+', default=list(METHODS),
+                   choices=METHODS)
+    p.add_argument('--iters', type=int,
+                   help='override the configs\' reconstruction steps per unit')
+    p.add_argument('--num-samples', type=int,
+                   help='override the configs\' reconstruction samples')
+    p.add_argument('--checkpoint', nargs='+', default=[],
+                   metavar='MODEL=PATH', help='fp32 checkpoint per model')
+    p.add_argument('--threads', type=int, default=1,
+                   help='torch threads. Defaults to 1.')
+    p.add_argument('--work-dir', default='work_dirs/ptq_lowbit')
     p.add_argument('--out', help='also write the table to this file')
-    return p.parse_args()
+    return p.parse_args(argv)
 
 
-def load_digits(channels: int):
-    """Normalised (train, train labels, test, test labels) tensors."""
-    from mmrazor_quant.datasets.mnist5k import (find_mnist5k_file,
-                                                load_mnist5k_arrays,
-                                                split_mnist5k_indices)
-    images, labels = load_mnist5k_arrays(find_mnist5k_file())
-    out = []
-    for split in ('train', 'test'):
-        idx = split_mnist5k_indices(labels, split)
-        x = (torch.from_numpy(images[idx]).float()[:, None] - MEAN) / STD
-        out += [x.repeat(1, channels, 1, 1), torch.from_numpy(labels[idx])]
-    return out
+def checkpoints(pairs: List[str], models: List[str]) -> Dict[str, str]:
+    """fp32 checkpoint of each model: ``--checkpoint`` or demo.py's.
+
+    Raises:
+        ValueError: If a ``--checkpoint`` entry is not ``MODEL=PATH`` with
+            a known model.
+        FileNotFoundError: If a checkpoint does not exist.
+    """
+    paths = {m: f'work_dirs/fp32/{m}_mnist/float.pth' for m in models}
+    for pair in pairs:
+        model, sep, path = pair.partition('=')
+        if not sep or model not in MODELS_:
+            raise ValueError(f'--checkpoint takes MODEL=PATH with MODEL in '
+                             f'{list(MODELS_)}, got {pair!r}')
+        paths[model] = path
+    for model in models:
+        if not osp.isfile(paths[model]):
+            raise FileNotFoundError(
+                f'fp32 checkpoint of {model} not found: {paths[model]}. '
+                'Run `make demo` (tools/demo.py) or pass --checkpoint.')
+    return paths
 
 
-def float_checkpoint(model: str) -> str:
-    stem = osp.splitext(osp.basename(MODELS_[model][1]))[0]
-    return osp.join(REPO, 'work_dirs', 'fp32', stem, 'float.pth')
-
-
-def train_fp32(model: str, path: str) -> None:
-    """Train the fp32 config and save its weights where demo.py does."""
-    from mmengine.runner import Runner
-    from mmengine.runner.checkpoint import weights_to_cpu
-    cfg = Config.fromfile(osp.join(REPO, MODELS_[model][1]))
-    cfg.work_dir = osp.dirname(path)
+def prepare(cfg: Config, work_dir: str) -> Config:
+    """A config for a quiet, non-distributed Runner in ``work_dir``."""
+    cfg.work_dir = work_dir
     cfg.launcher = 'none'
-    cfg.log_level = 'WARNING'
+    cfg.log_level = 'INFO'
+    cfg.default_hooks = dict(
+        cfg.get('default_hooks', {}),
+        logger=dict(type='LoggerHook', interval=1000))
+    return cfg
+
+
+def run_test(cfg: Config) -> float:
+    """``runner.test()``; returns top-1 in percent."""
+    from mmengine.runner import Runner
     runner = Runner.from_cfg(cfg)
-    runner.train()
-    net = getattr(runner.model, 'module', runner.model)
-    os.makedirs(osp.dirname(path), exist_ok=True)
-    torch.save(dict(state_dict=weights_to_cpu(net.state_dict())),
-               path + '.tmp')
-    os.replace(path + '.tmp', path)
+    return float(runner.test()['accuracy/top1'])
 
 
-@torch.no_grad()
-def top1(fn, images, labels, batch_size: int = 250) -> float:
-    correct = 0
-    for x, y in zip(images.split(batch_size), labels.split(batch_size)):
-        correct += int((fn(x).argmax(1) == y).sum())
-    return 100.0 * correct / len(labels)
+def fp32_top1(model: str, ckpt: str, work_dir: str) -> float:
+    """What ``tools/test.py configs/fp32/<model>_mnist.py CKPT`` gives."""
+    cfg = Config.fromfile(f'configs/fp32/{model}_mnist.py')
+    cfg.load_from = ckpt
+    return run_test(prepare(cfg, osp.join(work_dir, f'fp32_{model}')))
 
 
-def build(config: str, ckpt: str):
-    from mmrazor_quant.registry import MODELS
-    cfg = Config.fromfile(osp.join(REPO, config))
-    model_cfg = copy.deepcopy(cfg.model)
-    # Load the float weights before the quantizer traces the architecture.
-    architecture = MODELS.build(model_cfg.architecture)
-    state = torch.load(ckpt, map_location='cpu', weights_only=True)
-    architecture.load_state_dict(state.get('state_dict', state))
-    model_cfg.architecture = architecture
-    model_cfg.float_checkpoint = None
-    model_cfg.forward_modes = ('tensor', )
-    return MODELS.build(model_cfg).eval(), cfg
+def ptq_config(model: str, bits: str, method: str, ckpt: str,
+               args: argparse.Namespace) -> Config:
+    """The advanced PTQ config of one cell, with the command line's
+    overrides of the reconstruction settings."""
+    name = f'{method}_{bits.lower()}_{model}_mnist'
+    cfg = Config.fromfile(osp.join(CONFIG_DIR, name + '.py'))
+    cfg.model.float_checkpoint = ckpt
+    for ptq_pass in cfg.test_cfg.get('ptq_passes', []):
+        if ptq_pass['type'] not in RECONSTRUCTION:
+            continue
+        if args.iters is not None:
+            ptq_pass['iters'] = args.iters
+        if args.num_samples is not None:
+            ptq_pass['num_samples'] = args.num_samples
+    return prepare(cfg, osp.join(args.work_dir, name))
 
 
-@torch.no_grad()
-def calibrate(model, inputs, batch_size: int = 64) -> None:
-    from mmrazor_quant.models.fake_quants import (check_calibrated,
-                                                  disable_fake_quant,
-                                                  disable_observer,
-                                                  enable_fake_quant,
-                                                  enable_observer)
-    enable_observer(model)
-    disable_fake_quant(model)
-    for x in inputs.split(batch_size):
-        model(x, mode='tensor')
-    disable_observer(model)
-    enable_fake_quant(model)
-    check_calibrated(model)
+def row(name: str, bits: str, method: str, top1: float, fp32: float,
+        naive: Optional[float], seconds: Optional[float]) -> str:
+    """One Markdown table row."""
+    vs_naive = '–' if naive is None or method == 'naive' else \
+        f'{top1 - naive:+.1f}'
+    wall = '–' if seconds is None else f'{seconds:.0f}'
+    load = '–' if seconds is None else f'{os.getloadavg()[0]:.1f}'
+    return (f'| {name} | {bits} | {method} | {top1:.1f} | '
+            f'{top1 - fp32:+.1f} | {vs_naive} | {wall} | {load} |')
 
 
-def method_passes(method: str, args) -> list:
-    common = dict(iters=args.iters, num_samples=args.num_samples,
-                  seed=args.seed)
-    return {
-        'naive': [],
-        'adaround': [dict(type='adaround', **common)],
-        'brecq': [dict(type='brecq', **common)],
-        'qdrop': [dict(type='qdrop', drop_prob=0.5, **common)],
-    }[method]
+def bench_model(model: str, ckpt: str, args: argparse.Namespace,
+                emit) -> None:
+    """fp32, then every (bits, method) cell of one model."""
+    name = MODELS_[model]
+    fp32 = fp32_top1(model, ckpt, args.work_dir)
+    emit(f'| {name} | fp32 | – | {fp32:.1f} | – | – | – | – |')
+    for bits in args.bits:
+        naive = None
+        for method in args.methods:
+            cfg = ptq_config(model, bits, method, ckpt, args)
+            start = time.time()
+            top1 = run_test(cfg)
+            seconds = time.time() - start
+            if method == 'naive':
+                naive = top1
+            emit(row(name, bits, method, top1, fp32, naive, seconds))
 
 
-def run_one(config, ckpt, method, data, args) -> tuple:
-    from mmrazor_quant.ptq import build_ptq_passes, run_ptq_passes
-    train_x, _, test_x, test_y = data
-    torch.manual_seed(args.seed)
-    model, _ = build(config, ckpt)
-    start = time.time()
-    calib = train_x[:args.calibrate_steps * 64]
-    passes = build_ptq_passes(method_passes(method, args))
-    run_ptq_passes(model, passes, 'before_calibration', lambda: [calib])
-    calibrate(model, calib)
-    run_ptq_passes(model, passes, 'after_calibration', lambda: [calib])
-    seconds = time.time() - start
-    acc = top1(lambda x: model(x, mode='tensor'), test_x, test_y)
-    return acc, seconds
-
-
-def main() -> int:
-    args = parse_args()
-    sys.path.insert(0, REPO)
+def main(argv: Optional[List[str]] = None) -> int:
+    args = parse_args(argv)
     os.chdir(REPO)
-    torch.set_num_threads(2)
+    sys.path.insert(0, REPO)
+    torch.set_num_threads(args.threads)
     from mmrazor_quant.registry import register_all_modules
     from mmrazor_quant.utils import register_checkpoint_safe_globals
-    register_all_modules()
+    register_all_modules(init_default_scope=False)
     register_checkpoint_safe_globals()
-    lines = ['| model | bits | method | top-1 | delta vs fp32 | wall time (s) |',
-             '|---|---|---|---|---|---|']
+    paths = checkpoints(args.checkpoint, args.models)
+    lines = [HEADER]
+
+    def emit(line: str) -> None:
+        lines.append(line)
+        print('TABLE ' + line, flush=True)
+
     for model in args.models:
-        name, fp32_config = MODELS_[model]
-        ckpt = float_checkpoint(model)
-        if not osp.exists(ckpt):
-            print(f'[{name}] training fp32 ({fp32_config}) ...', flush=True)
-            train_fp32(model, ckpt)
-        data = load_digits(3 if model == 'mobilenetv2' else 1)
-        fp_model, _ = build(
-            f'configs/quantization/ptq/advanced/qdrop_w4a4_{model}_mnist.py',
-            ckpt)
-        fp32 = top1(lambda x: fp_model.architecture(x, mode='tensor'),
-                    data[2], data[3])
-        lines.append(f'| {name} | fp32 | - | {fp32:.1f} | - | - |')
-        print(lines[-1], flush=True)
-        for bits in args.bits:
-            config = (f'configs/quantization/ptq/advanced/'
-                      f'qdrop_{bits.lower()}_{model}_mnist.py')
-            for method in args.methods:
-                acc, seconds = run_one(config, ckpt, method, data, args)
-                lines.append(f'| {name} | {bits} | {method} | {acc:.1f} | '
-                             f'{acc - fp32:+.1f} | {seconds:.0f} |')
-                print(lines[-1], flush=True)
+        bench_model(model, paths[model], args, emit)
     table = '\n'.join(lines)
     print(table)
     if args.out:
