@@ -6,65 +6,32 @@ model's ``float_checkpoint``. ``--checkpoint`` loads a quantized checkpoint
 evaluate it).
 """
 import argparse
-import os
-import os.path as osp
 
-from mmengine.config import Config, DictAction
-from mmengine.runner import Runner
+from mmengine.config import Config
 
-from mmrazor_quant.engine import setup_cpu_dist
-from mmrazor_quant.registry import register_all_modules
-from mmrazor_quant.utils import register_checkpoint_safe_globals
+from mmrazor_quant.utils.runner_cli import (apply_runner_args, build_runner,
+                                            parse_runner_args,
+                                            runner_arg_parser)
 
 
 def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description='Post-training quantization')
-    parser.add_argument('config', help='PTQ config file path')
+    parser = runner_arg_parser('Post-training quantization',
+                               'PTQ config file path')
     parser.add_argument(
         '--checkpoint', help='quantized checkpoint to load (load_from)')
-    parser.add_argument('--work-dir', help='the dir to save logs and models')
-    parser.add_argument(
-        '--cfg-options',
-        nargs='+',
-        action=DictAction,
-        help='override settings of the config, as key=value pairs; e.g. '
-        'test_cfg.calibrate_steps=8')
-    parser.add_argument(
-        '--launcher',
-        choices=['none', 'pytorch', 'slurm', 'mpi'],
-        default='none',
-        help='job launcher')
-    parser.add_argument('--local_rank', '--local-rank', type=int, default=0)
-    args = parser.parse_args()
-    if 'LOCAL_RANK' not in os.environ:
-        os.environ['LOCAL_RANK'] = str(args.local_rank)
-    return args
+    return parse_runner_args(parser)
 
 
 def merge_args(cfg: Config, args: argparse.Namespace) -> Config:
     """Apply the command line on top of the config."""
-    cfg.launcher = args.launcher
-    if args.cfg_options is not None:
-        cfg.merge_from_dict(args.cfg_options)
-    if args.work_dir is not None:
-        cfg.work_dir = args.work_dir
-    elif cfg.get('work_dir', None) is None:
-        cfg.work_dir = osp.join('./work_dirs',
-                                osp.splitext(osp.basename(args.config))[0])
+    cfg = apply_runner_args(cfg, args)
     if args.checkpoint is not None:
         cfg.load_from = args.checkpoint
     return cfg
 
 
 def main() -> None:
-    args = parse_args()
-    register_all_modules(init_default_scope=False)
-    # torch >= 2.6 loads with weights_only=True; allow mmengine's own types.
-    register_checkpoint_safe_globals()
-    cfg = merge_args(Config.fromfile(args.config), args)
-    setup_cpu_dist(cfg)
-    runner = Runner.from_cfg(cfg)
-    runner.test()
+    build_runner(parse_args(), merge_args).test()
 
 
 if __name__ == '__main__':

@@ -19,6 +19,7 @@ from mmrazor_quant.models.fake_quants.utils import (enable_fake_quant,
                                                     enable_observer,
                                                     iter_fake_quants)
 from mmrazor_quant.registry import MODELS, register_all_modules
+from mmrazor_quant.utils.config_checks import check_loop_cfgs
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 CONFIG_DIR = osp.join(REPO, 'configs')
@@ -84,7 +85,10 @@ def registered():
 
 
 def load(name: str) -> Config:
-    return Config.fromfile(osp.join(CONFIG_DIR, name))
+    """The config, after the loop-argument check the tools run."""
+    cfg = Config.fromfile(osp.join(CONFIG_DIR, name))
+    check_loop_cfgs(cfg)
+    return cfg
 
 
 def unscoped(pipeline: list) -> list:

@@ -3,7 +3,7 @@ from typing import Dict, List, Optional, Sequence, Union
 
 import torch
 from mmengine.model import BaseModel, BaseModule, MMDistributedDataParallel
-from mmengine.runner import load_checkpoint
+from mmengine.runner.checkpoint import CheckpointLoader
 from mmengine.structures import BaseDataElement
 from torch import fx, nn
 
@@ -82,8 +82,7 @@ class MMArchitectureQuant(BaseModel):
             from mmrazor_quant.utils.checkpoint import \
                 register_checkpoint_safe_globals
             register_checkpoint_safe_globals()
-            load_checkpoint(
-                self.architecture, float_checkpoint, map_location='cpu')
+            _load_float_checkpoint(self.architecture, float_checkpoint)
             # Runner.train() calls init_weights(); it must not overwrite the
             # float weights just loaded.
             _mark_initialized(self.architecture)
@@ -137,6 +136,26 @@ class MMArchitectureQuant(BaseModel):
         replaced by fixed qparams (see :mod:`mmrazor_quant.deploy`)."""
         from mmrazor_quant.deploy.deploy_model import build_deploy_model
         return build_deploy_model(self)
+
+
+def _load_float_checkpoint(architecture: nn.Module, path: str) -> None:
+    """Load ``path`` into ``architecture``, refusing one that does not fit.
+
+    mmengine's ``load_checkpoint`` would only warn about missing keys and
+    quantize a half-random model; this raises instead.
+    """
+    from mmrazor_quant.utils.state_dict_check import (
+        check_state_dict_matches, strip_wrapper_prefix)
+    checkpoint = CheckpointLoader.load_checkpoint(path, map_location='cpu')
+    state_dict = checkpoint.get('state_dict', checkpoint) if isinstance(
+        checkpoint, dict) else None
+    if not isinstance(state_dict, dict):
+        raise ValueError(f'model.float_checkpoint {path!r} holds no state '
+                         f'dict (got {type(checkpoint).__name__})')
+    state_dict = strip_wrapper_prefix(state_dict)
+    check_state_dict_matches(architecture, state_dict,
+                             f'model.float_checkpoint {path!r}')
+    architecture.load_state_dict(state_dict)
 
 
 def _mark_initialized(module: nn.Module) -> None:

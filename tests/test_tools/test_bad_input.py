@@ -1,0 +1,146 @@
+"""Bad input to the tools is a clear error, and leaves no work behind.
+
+A missing ``_base_`` file and an unknown loop argument are caught before
+the Runner creates the work dir; a checkpoint of another model is refused
+instead of loading half of it (mmengine only warns) and quantizing a partly
+random network.
+"""
+import os.path as osp
+import runpy
+import sys
+
+import pytest
+import torch
+from mmengine.config import Config
+
+from mmrazor_quant.models.algorithms.mm_architecture import \
+    _load_float_checkpoint
+from mmrazor_quant.registry import MODELS, register_all_modules
+from mmrazor_quant.utils.config_checks import check_loop_cfgs, load_config
+
+REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+PTQ_CONFIG = osp.join(REPO, 'configs', 'quantization', 'ptq',
+                      'ptq_native_resnet18_mnist.py')
+FP32_CONFIG = osp.join(REPO, 'configs', 'fp32', 'resnet18_mnist.py')
+TINY_RESNET = dict(
+    _scope_='mmcls',
+    type='ImageClassifier',
+    backbone=dict(type='ResNet_CIFAR', depth=18, stem_channels=8,
+                  base_channels=8),
+    neck=dict(type='GlobalAveragePooling'),
+    head=dict(type='LinearClsHead', num_classes=10, in_channels=64))
+TINY_MBV2 = dict(
+    _scope_='mmcls',
+    type='ImageClassifier',
+    backbone=dict(type='MobileNetV2', widen_factor=0.35),
+    neck=dict(type='GlobalAveragePooling'),
+    head=dict(type='LinearClsHead', num_classes=10, in_channels=1280))
+
+
+def _run_tool(name, argv, monkeypatch):
+    monkeypatch.setattr(sys, 'argv', [f'{name}.py'] + argv)
+    runpy.run_path(osp.join(REPO, 'tools', f'{name}.py'))['main']()
+
+
+def _write(path, text):
+    with open(path, 'w') as f:
+        f.write(text)
+    return str(path)
+
+
+def test_missing_base_names_both_files(tmp_path, monkeypatch):
+    cfg = _write(tmp_path / 'bad.py', "_base_ = ['./no_such_base.py']\n")
+    work_dir = tmp_path / 'work'
+    with pytest.raises(FileNotFoundError) as err:
+        _run_tool('ptq', [cfg, '--work-dir', str(work_dir)], monkeypatch)
+    assert 'bad.py' in str(err.value)
+    assert 'no_such_base.py' in str(err.value)
+    assert '`_base_`' in str(err.value)
+    assert not work_dir.exists()
+
+
+def test_missing_config_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match='nope.py.*does not exist'):
+        load_config(str(tmp_path / 'nope.py'))
+
+
+def test_unknown_loop_argument_before_the_work_dir(tmp_path, monkeypatch):
+    work_dir = tmp_path / 'work'
+    with pytest.raises(ValueError) as err:
+        _run_tool('ptq', [
+            PTQ_CONFIG, '--work-dir', str(work_dir), '--cfg-options',
+            'test_cfg.calibrate_stepz=4'
+        ], monkeypatch)
+    message = str(err.value)
+    assert message.startswith('test_cfg: PTQLoop got unknown argument(s) '
+                              "['calibrate_stepz']")
+    assert "'calibrate_steps'" in message  # lists what it accepts
+    assert not work_dir.exists()
+
+
+def test_unregistered_loop_type():
+    cfg = Config(dict(train_cfg=dict(type='NoSuchLoop', max_epochs=1)))
+    with pytest.raises(KeyError, match="train_cfg.type='NoSuchLoop'"):
+        check_loop_cfgs(cfg)
+
+
+def _float_checkpoint(arch, path):
+    torch.manual_seed(0)
+    torch.save({'state_dict': MODELS.build(arch).state_dict()}, path)
+    return str(path)
+
+
+def _quant_model(float_checkpoint):
+    cfg = load_config(PTQ_CONFIG)
+    cfg.model.architecture = TINY_RESNET
+    cfg.model.float_checkpoint = float_checkpoint
+    return MODELS.build(cfg.model)
+
+
+def test_float_checkpoint_of_another_model(tmp_path):
+    register_all_modules(init_default_scope=False)
+    other = _float_checkpoint(TINY_MBV2, tmp_path / 'mbv2.pth')
+    with pytest.raises(ValueError) as err:
+        _quant_model(other)
+    message = str(err.value)
+    assert message.startswith(
+        f'model.float_checkpoint {other!r} does not fit ImageClassifier')
+    assert 'missing keys' in message and 'unexpected keys' in message
+    assert "'head.fc.weight (10, 1280) vs (10, 64)'" in message
+
+
+def test_float_checkpoint_of_the_same_model_loads_exactly(tmp_path):
+    register_all_modules(init_default_scope=False)
+    path = _float_checkpoint(TINY_RESNET, tmp_path / 'resnet.pth')
+    saved = torch.load(path)['state_dict']
+    torch.manual_seed(1)
+    architecture = MODELS.build(TINY_RESNET)
+    _load_float_checkpoint(architecture, path)
+    loaded = architecture.state_dict()
+    assert loaded.keys() == saved.keys()
+    for key, value in saved.items():
+        assert torch.equal(loaded[key], value), key
+
+
+def test_float_checkpoint_with_a_missing_tensor(tmp_path):
+    register_all_modules(init_default_scope=False)
+    torch.manual_seed(0)
+    state_dict = MODELS.build(TINY_RESNET).state_dict()
+    del state_dict['head.fc.bias']
+    path = str(tmp_path / 'cut.pth')
+    torch.save(state_dict, path)  # a bare state dict is accepted too
+    with pytest.raises(ValueError,
+                       match=r"1 missing keys \('head.fc.bias'\)"):
+        _quant_model(path)
+
+
+def test_resume_from_another_model(tmp_path, monkeypatch):
+    other = _float_checkpoint(TINY_MBV2, tmp_path / 'mbv2.pth')
+    work_dir = tmp_path / 'work'
+    with pytest.raises(ValueError, match=r"--resume checkpoint .*mbv2.pth' "
+                       r'does not fit ImageClassifier'):
+        _run_tool('train', [
+            FP32_CONFIG, '--work-dir', str(work_dir), '--resume', other
+        ], monkeypatch)
+    # Refused before training: no checkpoint was written.
+    assert not list(work_dir.glob('*.pth'))
