@@ -24,8 +24,11 @@ train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
 val_dataloader = dict(dataset=dict(pipeline=test_pipeline))
 test_dataloader = val_dataloader
 
-# Ten epochs: MobileNetV2 trains from scratch more slowly than the ResNet,
-# but each epoch costs about half as much.
+# Ten epochs at lr 8e-3: MobileNetV2 trains from scratch more slowly than
+# the ResNet, but each epoch costs about half as much. At the base's 3e-3 it
+# still underfit (train loss 0.13, 96.2 top-1); 8e-3 gave 97.5 / 97.7 / 97.5
+# with seeds 0 / 1 / 2.
+optim_wrapper = dict(optimizer=dict(lr=8e-3))
 max_epochs = 10
 train_cfg = dict(max_epochs=max_epochs)
 param_scheduler = [
