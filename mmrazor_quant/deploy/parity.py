@@ -28,6 +28,10 @@ class ParityReport:
         max_step_diff (float): ``max_abs_diff / output_step``.
         sqnr_db (float): Output SQNR, ``10 log10(sum(y_sim^2) /
             sum((y_rt - y_sim)^2))`` in dB (``inf`` if identical).
+        sim_accuracy (float, optional): Top-1 accuracy of the simulation,
+            when labels were given.
+        runtime_accuracy (float, optional): Top-1 accuracy of the runtime,
+            when labels were given.
     """
     runtime: str
     num_samples: int
@@ -36,13 +40,15 @@ class ParityReport:
     output_step: float
     max_step_diff: float
     sqnr_db: float
+    sim_accuracy: Optional[float] = None
+    runtime_accuracy: Optional[float] = None
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     def format(self) -> str:
         """One line per figure, for the command line."""
-        return '\n'.join([
+        lines = [
             f'parity with the simulation ({self.runtime}, '
             f'{self.num_samples} samples):',
             f'  top-1 agreement : {100 * self.top1_agreement:.2f} %',
@@ -50,7 +56,12 @@ class ParityReport:
             f'({self.max_step_diff:.2f} quantization steps of '
             f'{self.output_step:.4g})',
             f'  output SQNR     : {self.sqnr_db:.1f} dB',
-        ])
+        ]
+        if self.sim_accuracy is not None:
+            lines.append(f'  top-1 accuracy  : simulated '
+                         f'{100 * self.sim_accuracy:.2f} %, deployed '
+                         f'{100 * self.runtime_accuracy:.2f} %')
+        return '\n'.join(lines)
 
 
 def output_step(model: fx.GraphModule) -> float:
@@ -71,7 +82,8 @@ def output_step(model: fx.GraphModule) -> float:
 def compare_outputs(reference: np.ndarray,
                     actual: np.ndarray,
                     runtime: str = 'runtime',
-                    step: float = 1.0) -> ParityReport:
+                    step: float = 1.0,
+                    labels: Optional[np.ndarray] = None) -> ParityReport:
     """Compare two ``(N, num_classes)`` output arrays.
 
     Args:
@@ -79,6 +91,8 @@ def compare_outputs(reference: np.ndarray,
         actual (np.ndarray): Runtime outputs.
         runtime (str): Name for the report. Defaults to ``'runtime'``.
         step (float): Unit of ``max_step_diff``. Defaults to 1.0.
+        labels (np.ndarray, optional): ``(N,)`` class indices; adds both
+            top-1 accuracies to the report. Defaults to None.
 
     Raises:
         ValueError: If the shapes differ or there is no sample.
@@ -88,6 +102,9 @@ def compare_outputs(reference: np.ndarray,
     if reference.shape != actual.shape or reference.size == 0:
         raise ValueError(f'cannot compare outputs of shapes '
                          f'{reference.shape} and {actual.shape}')
+    if labels is not None and len(labels) != len(reference):
+        raise ValueError(f'labels: {len(labels)} labels for '
+                         f'{len(reference)} outputs')
     flat_ref = reference.reshape(len(reference), -1)
     flat_act = actual.reshape(len(actual), -1)
     noise = float(((flat_act - flat_ref)**2).sum())
@@ -95,6 +112,9 @@ def compare_outputs(reference: np.ndarray,
     sqnr = math.inf if noise == 0 else 10 * math.log10(
         max(signal, 1e-30) / noise)
     max_abs = float(np.abs(flat_act - flat_ref).max())
+    accuracies = (None, None) if labels is None else tuple(
+        float((out.argmax(1) == np.asarray(labels)).mean())
+        for out in (flat_ref, flat_act))
     return ParityReport(
         runtime=runtime,
         num_samples=len(reference),
@@ -103,7 +123,9 @@ def compare_outputs(reference: np.ndarray,
         max_abs_diff=max_abs,
         output_step=step,
         max_step_diff=max_abs / step,
-        sqnr_db=sqnr)
+        sqnr_db=sqnr,
+        sim_accuracy=accuracies[0],
+        runtime_accuracy=accuracies[1])
 
 
 def _batches(inputs: Union[Tensor, Iterable[Tensor]],
@@ -121,6 +143,7 @@ def check_parity(model: fx.GraphModule,
                  runtime: str = 'onnxruntime',
                  batch_size: int = 64,
                  step: Optional[float] = None,
+                 labels: Optional[Union[Tensor, np.ndarray]] = None,
                  **runtime_options) -> ParityReport:
     """Run ``onnx_path`` in ``runtime`` and ``model`` (the deploy model, or
     any module computing the simulation) on the same inputs and compare.
@@ -136,21 +159,26 @@ def check_parity(model: fx.GraphModule,
         batch_size (int): Chunk size for a tensor ``inputs``. Defaults to 64.
         step (float, optional): Unit of the step difference. Defaults to
             :func:`output_step` of ``model``.
+        labels (Tensor | np.ndarray, optional): Class indices of
+            ``inputs`` (in order); adds both top-1 accuracies to the
+            report. Defaults to None.
         **runtime_options: Passed to the runtime loader (e.g.
             ``optimize=False`` for onnxruntime).
 
     Returns:
         ParityReport: The comparison.
     """
-    run = load_runtime(runtime, onnx_path, **runtime_options)
     model = model.eval()
-    sims, outs = [], []
-    for batch in _batches(inputs, batch_size):
-        batch = batch.float().contiguous()
-        sims.append(model(batch).numpy())
-        outs.append(run(batch.numpy()))
+    batches = [b.float().contiguous() for b in _batches(inputs, batch_size)]
+    # The simulation runs first, not interleaved with the runtime: the two
+    # thread pools would compete for the same cores.
+    sims = [model(batch).numpy() for batch in batches]
+    run = load_runtime(runtime, onnx_path, **runtime_options)
+    outs = [run(batch.numpy()) for batch in batches]
     if step is None:
         step = output_step(model) if isinstance(model, fx.GraphModule) \
             else 1.0
+    if isinstance(labels, Tensor):
+        labels = labels.numpy()
     return compare_outputs(
-        np.concatenate(sims), np.concatenate(outs), runtime, step)
+        np.concatenate(sims), np.concatenate(outs), runtime, step, labels)

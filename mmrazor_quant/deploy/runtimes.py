@@ -9,9 +9,13 @@ Runner = Callable[[np.ndarray], np.ndarray]
 
 
 def onnxruntime_runner(path: str, num_threads: int = 0,
-                       optimize: bool = True) -> Runner:
+                       optimize: bool = True,
+                       qdq_fusion: bool = True) -> Runner:
     """A function running ``path`` on onnxruntime's CPU provider with all
     graph optimizations (so QDQ is fused into int8 kernels).
+
+    The thread pool does not spin between calls: parity checks alternate
+    with PyTorch, whose threads a spinning pool would starve.
 
     Args:
         path (str): The ``.onnx`` file.
@@ -20,10 +24,18 @@ def onnxruntime_runner(path: str, num_threads: int = 0,
         optimize (bool): All graph optimizations (int8 kernels); False runs
             the graph as written (the ONNX reference semantics). Defaults
             to True.
+        qdq_fusion (bool): Fuse Q/DQ pairs into int8 kernels (which take an
+            int32 bias on ``s_in * s_w``). False keeps every other
+            optimization but computes each op in float on dequantized
+            values with its float bias, which is TensorRT's arithmetic
+            (``session.disable_quant_qdq``). Defaults to True.
     """
     import onnxruntime as ort
     options = ort.SessionOptions()
     options.intra_op_num_threads = num_threads
+    options.add_session_config_entry('session.intra_op.allow_spinning', '0')
+    if not qdq_fusion:
+        options.add_session_config_entry('session.disable_quant_qdq', '1')
     options.graph_optimization_level = \
         ort.GraphOptimizationLevel.ORT_ENABLE_ALL if optimize else \
         ort.GraphOptimizationLevel.ORT_DISABLE_ALL
