@@ -9,7 +9,8 @@ import os.path as osp
 import torch
 from mmengine.config import Config, DictAction
 
-from mmrazor_quant.deploy import check_parity, export_model
+from mmrazor_quant.deploy import (align_bias_to_int32_grid_, check_parity,
+                                  export_model)
 from mmrazor_quant.deploy.from_config import (load_quantized_model,
                                               preprocessed_batches)
 
@@ -29,6 +30,10 @@ def parse_args() -> argparse.Namespace:
                         'the checkpoint, named after the backend)')
     parser.add_argument('--implicit', action='store_true',
                         help='tensorrt: float ONNX + ranges JSON')
+    parser.add_argument('--float-bias', action='store_true',
+                        help='onnxruntime: keep the biases off the int32 '
+                        'grid its int8 kernels use (the runtime then drifts '
+                        'from the checkpoint\'s simulation)')
     parser.add_argument('--no-verify', action='store_true',
                         help='skip the parity check')
     parser.add_argument('--num-samples', type=int, default=256,
@@ -44,8 +49,13 @@ def main() -> None:
     if args.cfg_options:
         cfg.merge_from_dict(args.cfg_options)
     model = load_quantized_model(cfg, args.checkpoint)
-    inputs = torch.cat([x for x, _ in preprocessed_batches(
-        model, cfg, args.num_samples)])
+    batches = list(preprocessed_batches(model, cfg, args.num_samples))
+    inputs = torch.cat([x for x, _ in batches])
+    labels = torch.cat([s.gt_label.label[:1] for _, samples in batches
+                        for s in samples])
+    if args.backend == 'onnxruntime' and not args.float_bias:
+        # The simulation this export matches: see docs/deploy.md.
+        print(align_bias_to_int32_grid_(model).format())
     out = args.out or osp.splitext(args.checkpoint)[0] + \
         f'_{args.backend}.onnx'
     kwargs = dict(opset=args.opset)
@@ -61,7 +71,7 @@ def main() -> None:
               'applies the ranges at build time)')
         return
     report = check_parity(result.deploy_model, out, inputs,
-                          RUNTIME[args.backend])
+                          RUNTIME[args.backend], labels=labels)
     print(report.format())
 
 

@@ -3,6 +3,8 @@ runtime parity checks. Nothing here patches torch at import."""
 from .deploy_model import build_deploy_model
 from .exporters import (BaseExporter, ExportResult, ONNXRuntimeExporter,
                         OpenVINOExporter, TensorRTExporter)
+from .int32_bias import (BiasAlignment, align_bias_to_int32_grid_,
+                         bias_grid_offsets)
 from .onnx_export import export_onnx
 from .parity import ParityReport, check_parity, compare_outputs
 from .qdq_fake_quantize import QDQFakeQuantize
@@ -12,7 +14,8 @@ __all__ = [
     'build_deploy_model', 'export_onnx', 'QDQFakeQuantize',
     'WeightQuantizedLayer', 'BaseExporter', 'ExportResult',
     'ONNXRuntimeExporter', 'OpenVINOExporter', 'TensorRTExporter',
-    'ParityReport', 'check_parity', 'compare_outputs', 'export_model'
+    'ParityReport', 'check_parity', 'compare_outputs', 'export_model',
+    'BiasAlignment', 'align_bias_to_int32_grid_', 'bias_grid_offsets'
 ]
 
 

@@ -1,8 +1,21 @@
 """Exporter for onnxruntime: standard QDQ ONNX."""
+import warnings
+
+import onnx
+import torch
+from torch import nn
+
 from mmrazor_quant.registry import EXPORTERS
-from .base import BaseExporter
+from ..int32_bias import bias_grid_offsets
+from ..onnxruntime_passes import drop_clips_inside_grid
+from .base import BaseExporter, ExportResult
 
 __all__ = ['ONNXRuntimeExporter']
+
+#: Offset (in steps of ``s_in * s_w``) above which a bias is off its grid:
+#: an aligned bias is off by float rounding only, an unaligned layer's
+#: largest offset is near 0.5.
+_OFF_GRID = 0.05
 
 
 @EXPORTERS.register_module(name='onnxruntime')
@@ -10,11 +23,44 @@ __all__ = ['ONNXRuntimeExporter']
 class ONNXRuntimeExporter(BaseExporter):
     """QDQ ONNX that onnxruntime's CPU provider fuses into int8 kernels.
 
-    Grids narrower than their ONNX type (e.g. 7-bit activations, which
-    avoid the u8 x s8 saturation of CPUs without VNNI) get a clip before
-    ``QuantizeLinear``, so the runtime matches the simulation exactly.
+    For a model that is both fast and exact in onnxruntime, quantize with
+    8-bit activations on their full type range (nothing to clip, so every
+    Q/DQ pair fuses) and put the biases on the int32 grid the int8 kernels
+    use (:func:`~mmrazor_quant.deploy.align_bias_to_int32_grid_`); on CPUs
+    without VNNI use 7-bit weights (W7A8, what ``quantize_static(...,
+    reduce_range=True)`` does) so that u8 x s8 pairs cannot saturate.
+
+    Grids narrower than their ONNX type (e.g. 7-bit activations) get a clip
+    before ``QuantizeLinear``, which keeps them exact but stops the fusion.
+    A ``Relu``/``Clip`` right before a ``QuantizeLinear`` whose grid lies
+    inside its range is dropped (see :func:`drop_clips_inside_grid`).
+
+    Warns if a bias is off the int32 grid: onnxruntime then rounds it and
+    drifts from the simulation (99.1 % top-1 agreement instead of 100 % on
+    the MNIST ResNet-18 of the tests).
     """
     backend = 'onnxruntime'
+
+    def export(self, qmodel: nn.Module, example_input: torch.Tensor,
+               onnx_path: str) -> ExportResult:
+        offsets = bias_grid_offsets(qmodel) if hasattr(qmodel,
+                                                       'qmodels') else {}
+        off_grid = sorted(k for k, v in offsets.items() if v > _OFF_GRID)
+        if off_grid:
+            warnings.warn(
+                f'onnxruntime: {len(off_grid)} of {len(offsets)} biases are '
+                'off the int32 grid s_in * s_w its int8 kernels round them '
+                'to, so the runtime will drift from the simulation; call '
+                'mmrazor_quant.deploy.align_bias_to_int32_grid_(model) '
+                'before evaluating and exporting. First: '
+                f'{off_grid[:3]}', stacklevel=2)
+        return super().export(qmodel, example_input, onnx_path)
+
+    def final_model(self, onnx_model: onnx.ModelProto) -> onnx.ModelProto:
+        model = super().final_model(onnx_model)
+        if drop_clips_inside_grid(model):
+            onnx.checker.check_model(model, full_check=True)
+        return model
 
     def verify_loads(self, path: str) -> None:
         import onnxruntime as ort

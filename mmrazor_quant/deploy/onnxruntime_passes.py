@@ -1,0 +1,121 @@
+"""ONNX graph passes for onnxruntime's CPU provider.
+
+:func:`drop_clips_inside_grid` removes a ``Relu``/``Clip`` (ReLU, ReLU6)
+feeding a per-tensor ``QuantizeLinear`` whose whole integer grid already lies
+inside the clip range. ``QuantizeLinear`` saturates to its type, so the clip
+changes no quantized value there. onnxruntime folds such clips itself at
+8 bits, but its ``Clip -> QuantizeLinear`` fusion rejects INT4/UINT4
+zero-points: a MobileNetV2 W4A4 model (ReLU6 before every 4-bit quantization)
+fails to load with the default graph optimizations unless the clips are gone.
+"""
+from typing import Dict, Optional, Tuple
+
+import numpy as np
+import onnx
+
+from .openvino_passes import _TYPE_MIN
+from .qparams_table import onnx_constants
+
+__all__ = ['drop_clips_inside_grid']
+
+#: Largest value of each integer ONNX type used as a Q/DQ container.
+_TYPE_MAX = {
+    onnx.TensorProto.UINT8: 255,
+    onnx.TensorProto.INT8: 127,
+    onnx.TensorProto.UINT4: 15,
+    onnx.TensorProto.INT4: 7,
+    onnx.TensorProto.UINT16: 65535,
+    onnx.TensorProto.INT16: 32767,
+}
+# Rounding margin: a bound within this many steps of a grid level's
+# rounding boundary keeps its clip.
+_MARGIN = 1e-3
+
+
+def _clip_range(node: onnx.NodeProto, values: Dict[str, np.ndarray]
+                ) -> Optional[Tuple[float, float]]:
+    """``(low, high)`` of a ``Relu`` or a constant ``Clip``, else None."""
+    if node.op_type == 'Relu':
+        return 0.0, np.inf
+    if node.op_type != 'Clip':
+        return None
+    bounds = []
+    for index, default in ((1, -np.inf), (2, np.inf)):
+        name = node.input[index] if len(node.input) > index else ''
+        if name and name not in values:
+            return None
+        bounds.append(float(values[name]) if name else default)
+    return bounds[0], bounds[1]
+
+
+def _grid_range(quantize: onnx.NodeProto, values: Dict[str, np.ndarray],
+                types: Dict[str, int]) -> Optional[Tuple[float, float]]:
+    """``(low, high)`` in units of the input: the real values that
+    quantize to the type's smallest and largest integer (inclusive), or
+    None if the qparams are not per-tensor constants."""
+    scale = values.get(quantize.input[1])
+    zp_name = quantize.input[2] if len(quantize.input) > 2 else ''
+    if scale is None or scale.size != 1 or (zp_name
+                                            and zp_name not in values):
+        return None
+    zero_point = int(values[zp_name]) if zp_name else 0
+    elem = types.get(zp_name) or next(
+        (a.i for a in quantize.attribute if a.name == 'output_dtype'),
+        0) or onnx.TensorProto.UINT8
+    if elem not in _TYPE_MIN:
+        return None
+    scale = float(scale)
+    # x quantizes to type_min for every x <= low (and type_max for every
+    # x >= high): round(x / s) + z saturates there.
+    low = (_TYPE_MIN[elem] - zero_point + 0.5 - _MARGIN) * scale
+    high = (_TYPE_MAX[elem] - zero_point - 0.5 + _MARGIN) * scale
+    return low, high
+
+
+def _removable(clip: Tuple[float, float], grid: Tuple[float, float]) -> bool:
+    # Every value the clip changes lies where QuantizeLinear saturates to
+    # the level the clipped value gets too.
+    return clip[0] <= grid[0] and clip[1] >= grid[1]
+
+
+def drop_clips_inside_grid(model: onnx.ModelProto) -> int:
+    """Bypass each ``Relu``/``Clip`` before a ``QuantizeLinear`` when the
+    clip cannot change the quantized value (see the module docstring);
+    the clip node is removed once nothing else reads it.
+
+    Args:
+        model (onnx.ModelProto): A QDQ model, modified in place.
+
+    Returns:
+        int: How many ``QuantizeLinear`` inputs were rewired.
+    """
+    graph = model.graph
+    values = onnx_constants(graph)
+    types = {t.name: t.data_type for t in graph.initializer}
+    producers = {o: n for n in graph.node for o in n.output}
+    rewired = 0
+    for node in graph.node:
+        if node.op_type != 'QuantizeLinear':
+            continue
+        clip = producers.get(node.input[0])
+        clip_range = None if clip is None else _clip_range(clip, values)
+        grid = _grid_range(node, values, types)
+        if clip_range is None or grid is None or \
+                not _removable(clip_range, grid):
+            continue
+        node.input[0] = clip.input[0]
+        rewired += 1
+    _remove_unread(graph)
+    return rewired
+
+
+def _remove_unread(graph: onnx.GraphProto) -> None:
+    """Drop ``Relu``/``Clip`` nodes whose output nothing reads."""
+    read = {i for n in graph.node for i in n.input}
+    read |= {o.name for o in graph.output}
+    keep = [
+        n for n in graph.node
+        if n.op_type not in ('Relu', 'Clip') or n.output[0] in read
+    ]
+    del graph.node[:]
+    graph.node.extend(keep)
