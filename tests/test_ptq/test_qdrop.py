@@ -67,7 +67,8 @@ def test_qdrop_improves_w2a4_over_naive(calibrated, digits):
         out = model(x, mode='tensor')
     naive_mse = float((naive - float_out).pow(2).mean())
     qdrop_mse = float((out - float_out).pow(2).mean())
-    assert qdrop_mse < 0.9 * naive_mse
+    # Measured: 0.110 (naive) -> 0.024 (QDrop, 15 steps per block).
+    assert qdrop_mse < 0.5 * naive_mse
 
 
 def test_drop_quantization_and_fake_quant():
