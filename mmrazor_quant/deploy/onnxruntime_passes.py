@@ -7,11 +7,15 @@ changes no quantized value there. onnxruntime folds such clips itself at
 8 bits, but its ``Clip -> QuantizeLinear`` fusion rejects INT4/UINT4
 zero-points: a MobileNetV2 W4A4 model (ReLU6 before every 4-bit quantization)
 fails to load with the default graph optimizations unless the clips are gone.
+A ``Clip`` that does change values (the grid reaches past it) before a 4-bit
+``QuantizeLinear`` becomes the equal ``Min``/``Max`` pair, which that fusion
+does not match (onnxruntime has no 4-bit kernel to lose).
 """
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import onnx
+from onnx import helper, numpy_helper
 
 from .openvino_passes import _TYPE_MIN
 from .qparams_table import onnx_constants
@@ -93,20 +97,65 @@ def drop_clips_inside_grid(model: onnx.ModelProto) -> int:
     values = onnx_constants(graph)
     types = {t.name: t.data_type for t in graph.initializer}
     producers = {o: n for n in graph.node for o in n.output}
-    rewired = 0
+    rewired, split = 0, []
     for node in graph.node:
         if node.op_type != 'QuantizeLinear':
             continue
         clip = producers.get(node.input[0])
         clip_range = None if clip is None else _clip_range(clip, values)
         grid = _grid_range(node, values, types)
-        if clip_range is None or grid is None or \
-                not _removable(clip_range, grid):
+        if clip_range is None or grid is None:
             continue
-        node.input[0] = clip.input[0]
-        rewired += 1
+        if _removable(clip_range, grid):
+            node.input[0] = clip.input[0]
+            rewired += 1
+        elif clip.op_type == 'Clip' and _is_4bit(node, types):
+            split.append(clip)
+    _split_clips(graph, split, values)
     _remove_unread(graph)
     return rewired
+
+
+def _is_4bit(quantize: onnx.NodeProto, types: Dict[str, int]) -> bool:
+    zp_name = quantize.input[2] if len(quantize.input) > 2 else ''
+    elem = types.get(zp_name) or next(
+        (a.i for a in quantize.attribute if a.name == 'output_dtype'), 0)
+    return elem in (onnx.TensorProto.INT4, onnx.TensorProto.UINT4)
+
+
+def _split_clips(graph: onnx.GraphProto, clips: List[onnx.NodeProto],
+                 values: Dict[str, np.ndarray]) -> None:
+    """Replace each constant ``Clip`` in ``clips`` by ``Max(Min(x, hi),
+    lo)`` (same values, same output name)."""
+    names = {c.output[0] for c in clips}
+    nodes = []
+    for node in graph.node:
+        if node.output and node.output[0] in names and \
+                node.op_type == 'Clip':
+            nodes.extend(_min_max(graph, node, values))
+        else:
+            nodes.append(node)
+    del graph.node[:]
+    graph.node.extend(nodes)
+
+
+def _min_max(graph: onnx.GraphProto, clip: onnx.NodeProto,
+             values: Dict[str, np.ndarray]) -> List[onnx.NodeProto]:
+    low, high = _clip_range(clip, values)
+    out, name = clip.output[0], clip.output[0]
+    for bound in (low, high):
+        if np.isfinite(bound):
+            graph.initializer.append(numpy_helper.from_array(
+                np.array(bound, dtype=np.float32), f'{name}_{bound:g}'))
+    nodes, x = [], clip.input[0]
+    if np.isfinite(high):
+        nodes.append(helper.make_node('Min', [x, f'{name}_{high:g}'],
+                                      [f'{name}_min'], name=f'{name}_min'))
+        x = f'{name}_min'
+    nodes.append(helper.make_node(
+        'Max', [x, f'{name}_{low:g}'], [out], name=f'{name}_max')
+        if np.isfinite(low) else helper.make_node('Identity', [x], [out]))
+    return nodes
 
 
 def _remove_unread(graph: onnx.GraphProto) -> None:

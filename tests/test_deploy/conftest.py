@@ -62,30 +62,35 @@ def digits():
     return images[:1024], labels[:1024], images[-1000:], labels[-1000:]
 
 
-def _train(arch: dict, images, labels, steps: int = 30):
-    torch.manual_seed(0)
-    model = MODELS.build(copy.deepcopy(arch))
-    optim = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+def _sgd_steps(model, images, labels, steps: int, lr: float,
+               start: int = 0):
+    """``steps`` SGD steps on batches of 32 from ``images[start:]``."""
+    optim = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
     model.train()
+    span = len(images) - start - 32
     for step in range(steps):
-        i = (step * 32) % (len(images) - 32)
+        i = start + (step * 32) % span
         loss = torch.nn.functional.cross_entropy(
             model(images[i:i + 32], mode='tensor'), labels[i:i + 32])
         optim.zero_grad()
         loss.backward()
         optim.step()
-    return model.state_dict()
+    return model
+
+
+def _train(arch: dict, images, labels, steps: int = 30):
+    torch.manual_seed(0)
+    model = MODELS.build(copy.deepcopy(arch))
+    return _sgd_steps(model, images, labels, steps, lr=0.05).state_dict()
 
 
 @pytest.fixture(scope='session')
 def float_weights(digits):
     """fp32 state dicts of the small models, briefly trained on digits."""
     images, labels = digits[:2]
-    # MobileNetV2 stays at its initialisation: training it costs too much
-    # CPU for the suite, and its parity tests do not assert SQNR.
     return dict(
         resnet=_train(RESNET, images, labels),
-        mbv2=MODELS.build(copy.deepcopy(MOBILENET)).state_dict())
+        mbv2=_train(MOBILENET, images, labels))
 
 
 def build_quantized(arch_name, float_weights, quantizer, a_qscheme,
@@ -129,3 +134,48 @@ def calibrate(model, images, batches: int = 3):
         model(images[i * 64:(i + 1) * 64], mode='tensor')
     disable_observer(model)
     return model
+
+
+U8 = dict(qdtype='quint8', bit=8, is_symmetry=True)
+#: TensorRT's activation grid is its QuantizeLinear's: [-128, 127].
+S8 = dict(qdtype='qint8', bit=8, is_symmetry=True)
+#: W8A8 per quantizer: OpenVINO (u8 activations; also the onnxruntime
+#: checkpoint) and TensorRT (s8 activations).
+W8A8 = dict(openvino=('OpenVINOQuantizer', U8),
+            tensorrt=('TensorRTQuantizer', S8))
+LSQ = dict(fake_quant='LearnableFakeQuantize',
+           w_observer='LSQPerChannelObserver', a_observer='LSQObserver')
+
+
+def lsq_finetune(model, images, labels, steps: int = 8, lr: float = 1e-3):
+    """A short LSQ QAT run: scales initialised on one batch, then trained
+    with the weights (BN statistics frozen, as late in QAT)."""
+    calibrate(model, images, batches=1)
+    for module in model.modules():
+        if hasattr(module, 'freeze_bn_stats'):
+            module.freeze_bn_stats()
+    return _sgd_steps(model, images, labels, steps, lr, start=64).eval()
+
+
+@pytest.fixture(scope='session')
+def w8a8_checkpoints(float_weights, digits):
+    """``get(arch, algo, quantizer)``: PTQ or LSQ W8A8 models, built once.
+    """
+    cache = {}
+
+    def get(arch: str, algo: str, quantizer: str):
+        key = (arch, algo, quantizer)
+        if key not in cache:
+            name, a_qscheme = W8A8[quantizer]
+            extra = LSQ if algo == 'lsq' else {}
+            model = build_quantized(arch, float_weights, name, a_qscheme,
+                                    **extra)
+            if algo == 'lsq':
+                torch.manual_seed(0)
+                lsq_finetune(model, digits[0], digits[1])
+            else:
+                calibrate(model, digits[0])
+            cache[key] = model
+        return cache[key]
+
+    return get

@@ -38,3 +38,18 @@ def test_4bit_at_opset_13(float_weights, digits, tmp_path):
         export_model(model, digits[2][:2], str(tmp_path / 'm.onnx'),
                      opset=13)
     _assert_empty(tmp_path)
+
+
+def test_int32_bias_needs_frozen_qparams(float_weights, digits):
+    from mmrazor_quant.deploy import align_bias_to_int32_grid_
+    from mmrazor_quant.models.fake_quants import enable_observer
+    model = calibrate(
+        build_quantized('resnet', float_weights, 'OpenVINOQuantizer',
+                        dict(qdtype='quint8', bit=8, is_symmetry=True)),
+        digits[0], 1)
+    enable_observer(model)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    with pytest.raises(RuntimeError, match='still observe: .*disable_obs'):
+        align_bias_to_int32_grid_(model)
+    after = model.state_dict()
+    assert all(bool((before[k] == after[k]).all()) for k in before)

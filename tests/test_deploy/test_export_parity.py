@@ -12,7 +12,6 @@ from mmrazor_quant.deploy.weight_quantized_layer import WeightQuantizedLayer
 from mmrazor_quant.deploy.runtimes import load_runtime
 from .conftest import W8, accuracy, build_quantized, calibrate
 
-U8_SYM = dict(qdtype='quint8', bit=8, is_symmetry=True)
 U7_SYM = dict(qdtype='quint8', bit=7, is_symmetry=True)
 
 
@@ -86,37 +85,6 @@ def assert_deployed(report, model, path, digits, runtime='onnxruntime'):
     assert abs(deployed_acc - sim_acc) <= 0.002
 
 
-# An onnxruntime export run in OpenVINO lacks the openvino exporter's
-# guards (openvino_passes) and measures 98.2 %, 31 dB: not a pair to ship.
-@pytest.mark.parametrize('backend,runtime', [
-    ('onnxruntime', 'onnxruntime'), ('openvino', 'onnxruntime'),
-    ('openvino', 'openvino')])
-def test_runtime_parity_7bit(openvino_u7, digits, tmp_path, backend,
-                             runtime):
-    path = str(tmp_path / f'{backend}.onnx')
-    result = export_model(openvino_u7, digits[2][:2], path, backend)
-    report = check_parity(result.deploy_model, path, digits[2], runtime)
-    assert_deployed(report, result.deploy_model, path, digits, runtime)
-    if backend == 'openvino':
-        ops = [n.op_type for n in onnx.load(path).graph.node]
-        # one guard per residual input computed by a conv (see
-        # openvino_passes): 8 blocks; 3 downsample convs, and the stem
-        # conv feeding the first block's identity
-        assert ops.count('Max') - ops.count('Min') == 12
-
-
-def test_full_8bit_activations_orchestrated(float_weights, digits, tmp_path):
-    """u8 activations on a CPU without VNNI: reported, loosely bounded."""
-    model = calibrate(
-        build_quantized('resnet', float_weights, 'OpenVINOQuantizer',
-                        U8_SYM), digits[0])
-    path = str(tmp_path / 'u8.onnx')
-    result = export_model(model, digits[2][:2], path, 'onnxruntime')
-    report = check_parity(result.deploy_model, path, digits[2])
-    print(report.format())
-    assert report.top1_agreement >= 0.95
-
-
 def test_tensorrt_explicit_and_implicit(float_weights, digits, tmp_path):
     model = calibrate(
         build_quantized('resnet', float_weights, 'TensorRTQuantizer', W8),
@@ -128,13 +96,13 @@ def test_tensorrt_explicit_and_implicit(float_weights, digits, tmp_path):
                              digits[2], optimize=False)
     print(reference.format())
     assert reference.top1_agreement >= 0.995 and reference.sqnr_db >= 50
-    # ... but onnxruntime's optimizations round each bias between bare Q/DQ
-    # pairs to int32 on s_in * s_w (see bias_passes): measured 99.0 %,
-    # 37.0 dB on the 1,000 digits.
+    # ... and so is onnxruntime with every optimization but its Q/DQ
+    # fusion, whose int8 kernels round each bias to int32 (TensorRT's keep
+    # it float; see int32_bias).
     report = check_parity(explicit.deploy_model, explicit.onnx_path,
-                          digits[2])
+                          digits[2], qdq_fusion=False)
     print(report.format())
-    assert report.top1_agreement >= 0.985 and report.sqnr_db >= 35
+    assert report.top1_agreement >= 0.995 and report.sqnr_db >= 50
     implicit = export_model(model, digits[2][:2],
                             str(tmp_path / 'trt_implicit.onnx'),
                             'tensorrt', implicit=True)

@@ -5,6 +5,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from mmrazor_quant.deploy.bias_passes import unfuse_low_bit_bias
+from mmrazor_quant.deploy.onnxruntime_passes import drop_clips_inside_grid
 from mmrazor_quant.deploy.openvino_passes import guard_fused_sum_inputs
 
 ort = pytest.importorskip('onnxruntime')
@@ -90,3 +91,73 @@ def test_low_bit_bias_moved_out_of_conv():
 
 def test_8bit_bias_left_in_place():
     assert unfuse_low_bit_bias(_residual_model()) == 0
+
+
+def _clip_quantize_model(op, scale, qtype=TensorProto.UINT4):
+    """x -> Relu/Clip(0, 6) -> Q/DQ (per tensor, zero-point 0)."""
+    inits = [_const('s', scale), helper.make_tensor('z', qtype, [], [0]),
+             _const('lo', 0.0), _const('hi', 6.0)]
+    clip_inputs = ['x'] if op == 'Relu' else ['x', 'lo', 'hi']
+    nodes = [
+        helper.make_node(op, clip_inputs, ['c']),
+        helper.make_node('QuantizeLinear', ['c', 's', 'z'], ['q']),
+        helper.make_node('DequantizeLinear', ['q', 's', 'z'], ['y']),
+    ]
+    graph = helper.make_graph(
+        nodes, 'g',
+        [helper.make_tensor_value_info('x', TensorProto.FLOAT, [64])],
+        [helper.make_tensor_value_info('y', TensorProto.FLOAT, [64])],
+        inits)
+    return helper.make_model(graph, ir_version=10,
+                             opset_imports=[helper.make_opsetid('', 21)])
+
+
+@pytest.mark.parametrize('op,scale,qtype,dropped', [
+    ('Clip', 6 / 15, TensorProto.UINT4, 1),   # ReLU6 before uint4
+    ('Relu', 0.05, TensorProto.UINT8, 1),     # ReLU before uint8, z = 0
+    ('Clip', 0.5, TensorProto.UINT8, 0),      # grid reaches 127 > 6
+    ('Relu', 0.05, TensorProto.INT8, 0),      # int8 reaches below 0
+])
+def test_clip_dropped_only_inside_grid(op, scale, qtype, dropped):
+    model = _clip_quantize_model(op, scale, qtype)
+    assert drop_clips_inside_grid(model) == dropped
+    onnx.checker.check_model(model, full_check=True)
+    ops = [n.op_type for n in model.graph.node]
+    assert ops.count(op) == 1 - dropped
+    x = np.linspace(-12, 12, 64, dtype=np.float32)
+    level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    run = lambda m: ort.InferenceSession(  # noqa: E731
+        m.SerializeToString(), _options(level),
+        providers=['CPUExecutionProvider']).run(None, {'x': x})[0]
+    np.testing.assert_array_equal(
+        run(model), run(_clip_quantize_model(op, scale, qtype)))
+    # and it loads with every optimization (Clip->Q fusion rejects INT4)
+    if dropped:
+        run_all = ort.InferenceSession(model.SerializeToString(),
+                                       providers=['CPUExecutionProvider'])
+        run_all.run(None, {'x': x})
+
+
+def _options(level):
+    options = ort.SessionOptions()
+    options.graph_optimization_level = level
+    return options
+
+
+def test_clip_split_into_min_max_before_4bit():
+    """A ReLU6 the uint4 grid reaches past is kept, as Min/Max (equal
+    values), so onnxruntime's Clip->Q fusion does not reject the model."""
+    model = _clip_quantize_model('Clip', 0.5)
+    assert drop_clips_inside_grid(model) == 0
+    onnx.checker.check_model(model, full_check=True)
+    ops = [n.op_type for n in model.graph.node]
+    assert 'Clip' not in ops and ops.count('Min') == ops.count('Max') == 1
+    x = np.linspace(-12, 12, 64, dtype=np.float32)
+    level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    reference = ort.InferenceSession(
+        _clip_quantize_model('Clip', 0.5).SerializeToString(),
+        _options(level), providers=['CPUExecutionProvider'])
+    fused = ort.InferenceSession(model.SerializeToString(),
+                                 providers=['CPUExecutionProvider'])
+    np.testing.assert_array_equal(fused.run(None, {'x': x})[0],
+                                  reference.run(None, {'x': x})[0])
