@@ -17,7 +17,8 @@ Usage:
     OMP_NUM_THREADS=1 python benchmarks/ptq_lowbit.py
         [--models resnet18 mobilenetv2] [--bits W4A4 W2A4 W4A8]
         [--methods naive adaround brecq qdrop] [--iters N]
-        [--num-samples N] [--checkpoint resnet18=PATH] [--out FILE.md]
+        [--num-samples N] [--seed N] [--checkpoint resnet18=PATH]
+        [--out FILE.md]
 """
 import argparse
 import os
@@ -51,6 +52,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                    help='override the configs\' reconstruction steps per unit')
     p.add_argument('--num-samples', type=int,
                    help='override the configs\' reconstruction samples')
+    p.add_argument('--seed', type=int,
+                   help='override the configs\' seed (calibration batches '
+                   'and reconstruction)')
     p.add_argument('--checkpoint', nargs='+', default=[],
                    metavar='MODEL=PATH', help='fp32 checkpoint per model')
     p.add_argument('--threads', type=int, default=1,
@@ -115,13 +119,15 @@ def ptq_config(model: str, bits: str, method: str, ckpt: str,
     name = f'{method}_{bits.lower()}_{model}_mnist'
     cfg = Config.fromfile(osp.join(CONFIG_DIR, name + '.py'))
     cfg.model.float_checkpoint = ckpt
+    if args.seed is not None:
+        cfg.randomness = dict(cfg.get('randomness', {}), seed=args.seed)
+        name += f'_seed{args.seed}'
+    overrides = dict(iters=args.iters, num_samples=args.num_samples,
+                     seed=args.seed)
     for ptq_pass in cfg.test_cfg.get('ptq_passes', []):
-        if ptq_pass['type'] not in RECONSTRUCTION:
-            continue
-        if args.iters is not None:
-            ptq_pass['iters'] = args.iters
-        if args.num_samples is not None:
-            ptq_pass['num_samples'] = args.num_samples
+        if ptq_pass['type'] in RECONSTRUCTION:
+            ptq_pass.update(
+                {k: v for k, v in overrides.items() if v is not None})
     return prepare(cfg, osp.join(args.work_dir, name))
 
 

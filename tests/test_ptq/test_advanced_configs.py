@@ -51,6 +51,14 @@ def test_benchmark_overrides_only_reconstruction(tmp_path):
     ]
     assert cfg.work_dir == osp.join(str(tmp_path),
                                     'qdrop_w2a4_resnet18_mnist')
+    args = parse_args(['--seed', '3', '--work-dir', str(tmp_path)])
+    cfg = ptq_config('mobilenetv2', 'W4A4', 'adaround', 'x.pth', args)
+    assert cfg.randomness.seed == 3
+    assert cfg.test_cfg.ptq_passes == [
+        dict(RECONSTRUCTION, type='adaround', seed=3)]
+    assert cfg.work_dir.endswith('adaround_w4a4_mobilenetv2_mnist_seed3')
+    naive = ptq_config('mobilenetv2', 'W4A4', 'naive', 'x.pth', args)
+    assert naive.test_cfg.ptq_passes == [] and naive.randomness.seed == 3
 
 
 def test_benchmark_checkpoint_errors(tmp_path):
