@@ -25,7 +25,7 @@ import os
 import os.path as osp
 import sys
 import time
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional
 
 import torch
 from mmengine.config import Config
@@ -143,8 +143,9 @@ def row(name: str, bits: str, method: str, top1: float, fp32: float,
 
 
 def bench_model(model: str, ckpt: str, args: argparse.Namespace,
-                emit) -> None:
-    """fp32, then every (bits, method) cell of one model."""
+                emit: Callable[[str], None]) -> None:
+    """fp32, then every (bits, method) cell of one model; ``emit`` gets
+    each table row as soon as it is measured."""
     name = MODELS_[model]
     fp32 = fp32_top1(model, ckpt, args.work_dir)
     emit(f'| {name} | fp32 | – | {fp32:.1f} | – | – | – | – |')
@@ -161,6 +162,7 @@ def bench_model(model: str, ckpt: str, args: argparse.Namespace,
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    """Run the grid and print (and optionally write) the table."""
     args = parse_args(argv)
     os.chdir(REPO)
     sys.path.insert(0, REPO)
