@@ -200,7 +200,14 @@ class QDQFakeQuantize(FixedFakeQuantize):
             shape = [1] * x.dim()
             shape[self.ch_axis] = -1
             low, high = low.reshape(shape), high.reshape(shape)
-        return torch.maximum(torch.minimum(x, high), low)
+        # Only the side narrower than the type needs a node: [-127, 127]
+        # gets a Max alone, a 7-bit [0, 127] a Min alone.
+        qtype = self._require_qtype()
+        if self.quant_max < qtype.qmax:
+            x = torch.minimum(x, high)
+        if self.quant_min > qtype.qmin:
+            x = torch.maximum(x, low)
+        return x
 
     def _aten_qdq(self, x: Tensor) -> Tensor:
         qtype = self.qtype

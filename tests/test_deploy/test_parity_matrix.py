@@ -10,6 +10,7 @@ import torch
 from mmrazor_quant.deploy import (align_bias_to_int32_grid_,
                                   bias_grid_offsets, check_parity,
                                   compare_outputs, export_model)
+from mmrazor_quant.deploy.qdq_fake_quantize import QDQFakeQuantize
 from mmrazor_quant.deploy.runtimes import load_runtime
 from .conftest import W8, build_quantized, calibrate
 
@@ -23,7 +24,10 @@ def assert_parity(report, digits):
     assert report.num_samples == len(digits[2]) == 1000
     assert report.top1_agreement >= 0.995
     assert report.sqnr_db >= 30
-    assert abs(report.runtime_accuracy - report.sim_accuracy) <= 0.002
+    # in whole digits: 0.776 - 0.778 is 0.0020000000000000018 in floats
+    digits_apart = round(1000 * report.runtime_accuracy) - round(
+        1000 * report.sim_accuracy)
+    assert abs(digits_apart) <= 2
 
 
 @pytest.fixture(scope='module')
@@ -37,7 +41,7 @@ def int32_bias_models(w8a8_checkpoints):
         if (arch, algo) not in cache:
             model = copy.deepcopy(w8a8_checkpoints(arch, algo, 'openvino'))
             alignment = align_bias_to_int32_grid_(model)
-            assert alignment.layers and alignment.max_grid_steps <= 0.5
+            assert alignment.layers and alignment.max_grid_steps <= 0.5 + 1e-3  # float32
             assert max(bias_grid_offsets(model).values()) < 1e-2
             cache[arch, algo] = model
         return cache[arch, algo]
@@ -72,17 +76,7 @@ def test_onnxruntime_and_openvino_parity(arch, algo, int32_bias_models,
         assert ops.count('Max') == 12
 
 
-# Open: the LSQ MobileNetV2 TensorRT-QDQ export differs from its simulation
-# in the graph as written already (32.0 dB; 28.1 dB with qdq_fusion=False),
-# so the cause is in the export of this model, not in a runtime.
-TRT_CASES = [
-    pytest.param(*case, marks=pytest.mark.xfail(
-        strict=True, reason='measured 28.1 dB < 30 (open, see docs)'))
-    if case == ('mbv2', 'lsq') else case for case in ARCHS_ALGOS
-]
-
-
-@pytest.mark.parametrize('arch,algo', TRT_CASES)
+@pytest.mark.parametrize('arch,algo', ARCHS_ALGOS)
 def test_tensorrt_qdq_parity(arch, algo, w8a8_checkpoints, digits,
                              tmp_path):
     """Run with onnxruntime's Q/DQ fusion off: float ops on dequantized
@@ -94,6 +88,16 @@ def test_tensorrt_qdq_parity(arch, algo, w8a8_checkpoints, digits,
     report = check_parity(result.deploy_model, path, digits[2],
                           labels=digits[3], qdq_fusion=False)
     assert_parity(report, digits)
+    # QuantizeLinear saturates at -128: each activation grid of [-127, 127]
+    # gets one Max at -127 * scale (without it the LSQ MobileNetV2, whose
+    # learned scales leave some activations on [-127, 127], measured 28 dB);
+    # the rest export as bare pairs.
+    narrow = [m for m in result.deploy_model.modules()
+              if isinstance(m, QDQFakeQuantize) and not m.input_on_grid
+              and m.needs_clip]
+    ops = [n.op_type for n in result.onnx_model.graph.node]
+    print(f'{len(narrow)} narrow activation grids, {ops.count("Max")} Max')
+    assert ops.count('Max') == len(narrow) and ops.count('Min') == 0
 
 
 def test_mobilenetv2_w4a4_opset21(float_weights, digits, tmp_path):

@@ -17,10 +17,14 @@ __all__ = ['TensorRTExporter']
 class TensorRTExporter(BaseExporter):
     """ONNX for TensorRT's int8 modes.
 
-    * explicit (default): QDQ ONNX; TensorRT fuses each bare Q/DQ pair into
-      the consuming op, so no clip is added before ``QuantizeLinear`` (the
-      ``[-127, 127]`` grid then also reaches -128, below the calibrated
-      range);
+    * explicit (default): QDQ ONNX; TensorRT fuses each Q/DQ pair into the
+      consuming op. Its ``QuantizeLinear`` saturates at -128, so an
+      activation grid of ``[-127, 127]`` (MMRazor's TensorRT configs) gets a
+      ``Max`` at ``-127 * scale`` before it, as the simulation clamps there;
+      activations on the full ``[-128, 127]`` need none and export as bare
+      pairs. ``clip_narrow_range=False`` drops the ``Max`` (faster engine
+      fusion, but values below the grid then reach -128: an LSQ
+      MobileNetV2 measured 28 dB against its simulation that way);
     * ``implicit=True``: the float model (Q/DQ pairs removed, weights on
       their grid) plus ``<stem>.ranges.json`` mapping each quantized ONNX
       tensor to its dynamic range ``amax = scale * 127`` (what
@@ -37,9 +41,12 @@ class TensorRTExporter(BaseExporter):
             non-zero zero-point or is not 8-bit (each one is named).
     """
     backend = 'tensorrt'
-    clip_narrow_range = False
 
     def __init__(self, implicit: bool = False, **kwargs) -> None:
+        # Implicit mode strips the Q/DQ pairs and hands TensorRT ranges:
+        # a clip would only rename the tensors the ranges are keyed by.
+        if implicit:
+            kwargs.setdefault('clip_narrow_range', False)
         super().__init__(**kwargs)
         self.implicit = implicit
 
