@@ -11,6 +11,7 @@ from mmengine.config import Config
 
 from mmrazor_quant.utils.runner_cli import (apply_runner_args, build_runner,
                                             parse_runner_args,
+                                            run_and_teardown,
                                             runner_arg_parser)
 
 
@@ -31,7 +32,7 @@ def merge_args(cfg: Config, args: argparse.Namespace) -> Config:
 
 
 def main() -> None:
-    build_runner(parse_args(), merge_args).test()
+    run_and_teardown(build_runner(parse_args(), merge_args).test)
 
 
 if __name__ == '__main__':

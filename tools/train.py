@@ -5,6 +5,7 @@ from mmengine.config import Config
 
 from mmrazor_quant.utils.runner_cli import (apply_runner_args, build_runner,
                                             parse_runner_args,
+                                            run_and_teardown,
                                             runner_arg_parser)
 
 
@@ -56,7 +57,7 @@ def main() -> None:
     runner = build_runner(args, merge_args)
     if args.resume not in (None, 'auto'):
         check_resume_checkpoint(runner, args.resume)
-    runner.train()
+    run_and_teardown(runner.train)
 
 
 if __name__ == '__main__':

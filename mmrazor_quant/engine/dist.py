@@ -16,7 +16,7 @@ import torch
 import torch.distributed as torch_dist
 from mmengine.logging import print_log
 
-__all__ = ['setup_cpu_dist']
+__all__ = ['setup_cpu_dist', 'teardown_dist']
 
 _LAUNCHERS = ('none', 'pytorch', 'slurm', 'mpi')
 
@@ -61,6 +61,20 @@ def setup_cpu_dist(cfg) -> bool:
     torch_dist.init_process_group(backend='gloo', init_method='env://',
                                   **kwargs)
     return True
+
+
+def teardown_dist() -> None:
+    """Wait for every rank, then destroy the process group, if any.
+
+    Without it each rank leaves the gloo group to interpreter shutdown; a
+    rank that exits while another still talks to it can abort with
+    ``terminate called without an active exception`` (SIGABRT), failing a
+    run whose training had finished.
+    """
+    if not torch_dist.is_available() or not torch_dist.is_initialized():
+        return
+    torch_dist.barrier()
+    torch_dist.destroy_process_group()
 
 
 def _export_slurm_env(port: Optional[int]) -> None:

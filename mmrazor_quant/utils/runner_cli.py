@@ -12,7 +12,7 @@ from typing import Callable
 from mmengine.config import Config, DictAction
 
 __all__ = ['runner_arg_parser', 'parse_runner_args', 'apply_runner_args',
-           'build_runner']
+           'build_runner', 'run_and_teardown']
 
 
 def runner_arg_parser(description: str,
@@ -87,3 +87,12 @@ def build_runner(args: argparse.Namespace,
     check_loop_cfgs(cfg)
     setup_cpu_dist(cfg)
     return Runner.from_cfg(cfg)
+
+
+def run_and_teardown(run: Callable[[], object]) -> None:
+    """Run ``run()`` (``runner.train``/``runner.test``), then leave the
+    process group cleanly on every rank (see
+    :func:`mmrazor_quant.engine.teardown_dist`)."""
+    from mmrazor_quant.engine import teardown_dist
+    run()
+    teardown_dist()
