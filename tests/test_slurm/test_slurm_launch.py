@@ -96,16 +96,64 @@ def work_dir():
     shutil.rmtree(path, ignore_errors=True)
 
 
-def _quant_options():
-    # Float weights are the seeded random initialisation, the same in every
-    # process of both launchers: this test is about launcher parity, and an
-    # fp32 pre-training would double its time. (The float_checkpoint
-    # loader also fails to import at the moment: MMArchitectureQuant
-    # imports a removed `allow_mmengine_globals`.)
+def _train_narrow_float(path: str, steps: int = 120) -> float:
+    """AdamW on the 512 training digits the runs calibrate on; writes the
+    float checkpoint and returns its top-1 on the 300 test digits."""
+    from mmengine.config import Config
+
+    from mmrazor_quant.datasets.mnist5k import (find_mnist5k_file,
+                                                load_mnist5k_arrays,
+                                                split_mnist5k_indices)
+    from mmrazor_quant.registry import MODELS, register_all_modules
+    register_all_modules(init_default_scope=False)
+    cfg = Config.fromfile(osp.join(REPO, LSQ_CFG))
+    cfg.merge_from_dict({f'model.architecture.{k}': int(v) for k, v in
+                         (o.split('=') for o in NARROW)})
+    images, labels = load_mnist5k_arrays(find_mnist5k_file())
+    mean, std = cfg.model.data_preprocessor.mean[0], \
+        cfg.model.data_preprocessor.std[0]
+
+    def split(name, n):
+        idx = split_mnist5k_indices(labels, name)[:n]
+        x = (torch.from_numpy(images[idx]).float()[:, None] - mean) / std
+        return x, torch.from_numpy(labels[idx])
+
+    (x, y), (tx, ty) = split('train', 512), split('test', 300)
+    torch.manual_seed(0)
+    model = MODELS.build(cfg.model.architecture)
+    optim = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    model.train()
+    for step in range(steps):
+        i = (step * 32) % (len(x) - 32)
+        loss = torch.nn.functional.cross_entropy(
+            model(x[i:i + 32], mode='tensor'), y[i:i + 32])
+        optim.zero_grad()
+        loss.backward()
+        optim.step()
+    model.eval()
+    with torch.no_grad():
+        top1 = float((model(tx, mode='tensor').argmax(1) == ty).float()
+                     .mean()) * 100
+    torch.save({'state_dict': model.state_dict()}, path)
+    return top1
+
+
+@pytest.fixture(scope='module')
+def float_checkpoint(work_dir):
+    """A narrow ResNet trained for a few seconds, so that top-1 compares
+    real predictions, not the chance level of random weights."""
+    path = osp.join(work_dir, 'float.pth')
+    top1 = _train_narrow_float(path)
+    assert top1 > 80, top1
+    return path, top1
+
+
+def _quant_options(float_checkpoint):
+    # The same trained float weights in every process of both launchers.
     return [
         *[f'model.architecture.{o}' for o in NARROW],
-        'model.float_checkpoint=None', TRAIN_DIGITS, *TEST_DIGITS,
-        'randomness.seed=0', 'default_hooks.logger.interval=100'
+        f'model.float_checkpoint={float_checkpoint[0]}', TRAIN_DIGITS,
+        *TEST_DIGITS, 'randomness.seed=0', 'default_hooks.logger.interval=100'
     ]
 
 
@@ -153,8 +201,8 @@ def test_cluster_runs_two_tasks(slurm_cluster):
     assert len(out.split()) == 2, out
 
 
-def test_ptq_slurm_equals_torchrun(launch, work_dir):
-    options = ['--cfg-options', *_quant_options(),
+def test_ptq_slurm_equals_torchrun(launch, work_dir, float_checkpoint):
+    options = ['--cfg-options', *_quant_options(float_checkpoint),
                'test_cfg.calibrate_steps=2',
                'test_cfg.calibrate_dataloader.dataset.indices=256']
     slurm_dir = osp.join(work_dir, 'ptq_slurm')
@@ -167,10 +215,13 @@ def test_ptq_slurm_equals_torchrun(launch, work_dir):
         osp.join(slurm_dir, 'model_ptq.pth'),
         osp.join(dist_dir, 'model_ptq.pth'))
     assert _top1(slurm_dir) == _top1(dist_dir)
+    # W8A8 PTQ of the trained float model: at most 3 of 300 digits lost.
+    assert float(_top1(slurm_dir)) >= float_checkpoint[1] - 1.0
 
 
-def test_lsq_qat_slurm_equals_dist_train(launch, work_dir):
-    options = ['--cfg-options', *_quant_options()]
+def test_lsq_qat_slurm_equals_dist_train(launch, work_dir,
+                                        float_checkpoint):
+    options = ['--cfg-options', *_quant_options(float_checkpoint)]
     slurm_dir = osp.join(work_dir, 'lsq_slurm')
     dist_dir = osp.join(work_dir, 'lsq_dist')
     launch.slurm('slurm_train.sh', 'lsq', [LSQ_CFG, slurm_dir, *options])
@@ -180,6 +231,8 @@ def test_lsq_qat_slurm_equals_dist_train(launch, work_dir):
     _assert_same_qparams(checkpoint, osp.join(dist_dir, 'epoch_1.pth'))
     top1 = _top1(slurm_dir, 'qat.accuracy/top1')
     assert top1 == _top1(dist_dir, 'qat.accuracy/top1')
+    # One LSQ epoch from the trained float weights keeps them useful.
+    assert float(top1) >= float_checkpoint[1] - 5.0
 
     # slurm_test.sh evaluates the QAT checkpoint to the top-1 of the
     # validation at the end of training.
