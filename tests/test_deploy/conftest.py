@@ -10,6 +10,7 @@ import torch
 
 from mmrazor_quant.models.fake_quants import disable_observer
 from mmrazor_quant.registry import MODELS
+from ..train_utils import train_steps
 
 SKIPPED = [
     'mmcls.models.heads.ClsHead._get_loss',
@@ -66,16 +67,7 @@ def _sgd_steps(model, images, labels, steps: int, lr: float,
                start: int = 0):
     """``steps`` SGD steps on batches of 32 from ``images[start:]``."""
     optim = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
-    model.train()
-    span = len(images) - start - 32
-    for step in range(steps):
-        i = start + (step * 32) % span
-        loss = torch.nn.functional.cross_entropy(
-            model(images[i:i + 32], mode='tensor'), labels[i:i + 32])
-        optim.zero_grad()
-        loss.backward()
-        optim.step()
-    return model
+    return train_steps(model, images, labels, steps, optim, start=start)
 
 
 def _train(arch: dict, images, labels, steps: int = 30):
@@ -93,14 +85,7 @@ def _train_adamw(arch: dict, images, labels, steps: int, lr: float):
     torch.manual_seed(0)
     model = MODELS.build(copy.deepcopy(arch))
     optim = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
-    model.train()
-    for step in range(steps):
-        i = (step * 32) % (len(images) - 32)
-        loss = torch.nn.functional.cross_entropy(
-            model(images[i:i + 32], mode='tensor'), labels[i:i + 32])
-        optim.zero_grad()
-        loss.backward()
-        optim.step()
+    train_steps(model, images, labels, steps, optim)
     return model.state_dict()
 
 

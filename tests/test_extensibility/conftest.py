@@ -11,6 +11,7 @@ from mmengine.runner import Runner
 
 from mmrazor_quant.registry import MODELS, register_all_modules
 from mmrazor_quant.utils import register_checkpoint_safe_globals
+from ..train_utils import train_steps
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 EXAMPLES = osp.join(ROOT, 'examples')
@@ -43,14 +44,7 @@ def float_checkpoint(tmp_path_factory):
     torch.manual_seed(0)
     arch = MODELS.build(copy.deepcopy(cfg.model.architecture))
     optim = torch.optim.SGD(arch.parameters(), lr=0.05, momentum=0.9)
-    arch.train()
-    for step in range(20):
-        i = (step * 32) % (len(images) - 32)
-        loss = torch.nn.functional.cross_entropy(
-            arch(images[i:i + 32], mode='tensor'), labels[i:i + 32])
-        optim.zero_grad()
-        loss.backward()
-        optim.step()
+    train_steps(arch, images, labels, 20, optim)
     path = tmp_path_factory.mktemp('fp32') / 'float.pth'
     torch.save(dict(state_dict=arch.state_dict()), str(path))
     return str(path)

@@ -23,6 +23,8 @@ import tempfile
 import pytest
 import torch
 
+from ..train_utils import train_steps
+
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 PTQ_CFG = 'configs/quantization/ptq/ptq_openvino_resnet18_mnist.py'
 LSQ_CFG = 'configs/quantization/qat/lsq/lsq_openvino_resnet18_mnist.py'
@@ -121,15 +123,8 @@ def _train_narrow_float(path: str, steps: int = 120) -> float:
     (x, y), (tx, ty) = split('train', 512), split('test', 300)
     torch.manual_seed(0)
     model = MODELS.build(cfg.model.architecture)
-    optim = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    model.train()
-    for step in range(steps):
-        i = (step * 32) % (len(x) - 32)
-        loss = torch.nn.functional.cross_entropy(
-            model(x[i:i + 32], mode='tensor'), y[i:i + 32])
-        optim.zero_grad()
-        loss.backward()
-        optim.step()
+    train_steps(model, x, y, steps,
+                torch.optim.AdamW(model.parameters(), lr=3e-3))
     model.eval()
     with torch.no_grad():
         top1 = float((model(tx, mode='tensor').argmax(1) == ty).float()
