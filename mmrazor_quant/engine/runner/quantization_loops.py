@@ -206,12 +206,19 @@ class PTQLoop(TestLoop):
 class _QATSwitchesMixin:
     """Derives the quantizer state from a 0-based step (epoch or iter).
 
-    Subclasses set ``freeze_bn_begin`` and ``disable_observer_begin``
-    (1-based; < 1 never) and call :meth:`_apply_switches`.
+    Subclasses call :meth:`_init_switches` with ``freeze_bn_begin`` and
+    ``disable_observer_begin`` (1-based; < 1 never), then
+    :meth:`_apply_switches`.
     """
 
     freeze_bn_begin: int
     disable_observer_begin: int
+
+    def _init_switches(self, freeze_bn_begin: int,
+                       disable_observer_begin: int) -> None:
+        self.freeze_bn_begin = check_begin(freeze_bn_begin, 'freeze_bn_begin')
+        self.disable_observer_begin = check_begin(disable_observer_begin,
+                                                  'disable_observer_begin')
 
     def _observers_on(self, step: int) -> bool:
         return not reached(self.disable_observer_begin, step)
@@ -266,9 +273,7 @@ class QATEpochBasedLoop(_QATSwitchesMixin, EpochBasedTrainLoop):
                  ) -> None:
         super().__init__(runner, dataloader, max_epochs, val_begin,
                          val_interval, dynamic_intervals)
-        self.freeze_bn_begin = check_begin(freeze_bn_begin, 'freeze_bn_begin')
-        self.disable_observer_begin = check_begin(disable_observer_begin,
-                                                  'disable_observer_begin')
+        self._init_switches(freeze_bn_begin, disable_observer_begin)
 
     def run_epoch(self) -> None:
         """Set the quantizer state for this epoch, then train it."""
@@ -369,9 +374,7 @@ class QATIterBasedLoop(_QATSwitchesMixin, IterBasedTrainLoop):
                  ) -> None:
         super().__init__(runner, dataloader, max_iters, val_begin,
                          val_interval, dynamic_intervals)
-        self.freeze_bn_begin = check_begin(freeze_bn_begin, 'freeze_bn_begin')
-        self.disable_observer_begin = check_begin(disable_observer_begin,
-                                                  'disable_observer_begin')
+        self._init_switches(freeze_bn_begin, disable_observer_begin)
         self._applied: Optional[Tuple[bool, bool]] = None
 
     def run(self):
