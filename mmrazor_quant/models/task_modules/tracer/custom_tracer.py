@@ -107,7 +107,7 @@ class CustomTracer(Tracer):
         self._leaf_classes, leaf_class_names = _split_class_entries(
             self.skipped_module_classes)
         self._leaf_class_names = leaf_class_names | DEFAULT_LEAF_CLASS_NAMES
-        self.input_shape = _check_input_shape(input_shape)
+        self.input_shape = check_input_shape(input_shape)
         # Example values of the nodes of the trace under way; None when
         # not tracking.
         self._values: Optional[Dict[Node, Any]] = None
@@ -390,8 +390,14 @@ class CustomTracer(Tracer):
             self.module_stack.pop(path)
 
 
-def _check_input_shape(
+def check_input_shape(
         input_shape: Optional[Sequence[int]]) -> Optional[Tuple[int, ...]]:
+    """Validate ``input_shape`` (one sample, no batch dimension).
+
+    Raises:
+        ValueError: Unless it is None or a non-empty sequence of positive
+            ints.
+    """
     if input_shape is None:
         return None
     if (isinstance(input_shape, (str, bytes))
