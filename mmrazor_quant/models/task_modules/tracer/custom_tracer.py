@@ -113,6 +113,9 @@ class CustomTracer(Tracer):
         self._values: Optional[Dict[Node, Any]] = None
         self._placeholders: Dict[str, Any] = {}
         self._root: Optional[nn.Module] = None
+        # True while an example value is computed: skipped methods then run
+        # for real instead of recording nodes.
+        self._evaluating = False
         # Innermost module whose call raised, for messages.
         self._failed_module: Optional[nn.Module] = None
 
@@ -149,9 +152,14 @@ class CustomTracer(Tracer):
     def create_node(self, *args: Any, **kwargs: Any) -> Node:
         """Create a node and evaluate its example value."""
         node = super().create_node(*args, **kwargs)
-        if self._values is not None:
-            self._values[node] = evaluate_node(node, self._root, self._values,
-                                               self._placeholders)
+        if self._values is not None and not self._evaluating:
+            self._evaluating = True
+            try:
+                self._values[node] = evaluate_node(node, self._root,
+                                                   self._values,
+                                                   self._placeholders)
+            finally:
+                self._evaluating = False
         return node
 
     def example_value(self, node: Node) -> Any:
@@ -333,8 +341,10 @@ class CustomTracer(Tracer):
         saved: List[Tuple[type, str, Any]] = []
         try:
             for owner, name in self._methods:
-                saved.append((owner, name, owner.__dict__.get(name, _MISSING)))
-                setattr(owner, name, self._opaque_method(name))
+                original = owner.__dict__.get(name, _MISSING)
+                saved.append((owner, name, original))
+                setattr(owner, name,
+                        self._opaque_method(owner, name, original))
             yield
         finally:
             # Reverse order restores correctly when an entry repeats.
@@ -344,10 +354,16 @@ class CustomTracer(Tracer):
                 else:
                     setattr(owner, name, original)
 
-    def _opaque_method(self, name: str) -> Callable[..., Proxy]:
+    def _opaque_method(self, owner: type, name: str,
+                       original: Any) -> Callable[..., Proxy]:
         tracer = self
 
         def opaque(module: nn.Module, *args: Any, **kwargs: Any) -> Proxy:
+            if tracer._evaluating:
+                # Computing an example value: run the real method.
+                real = original if original is not _MISSING else getattr(
+                    super(owner, module), name).__func__
+                return real(module, *args, **kwargs)
             return tracer._call_opaque(module, name, args, kwargs)
 
         opaque.__name__ = name
