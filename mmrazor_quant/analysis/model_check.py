@@ -7,6 +7,7 @@ figures or the error that stopped it.
 import copy
 import math
 import tempfile
+import time
 import traceback
 from dataclasses import asdict, dataclass, field
 from typing import Dict, Optional, Sequence, Union
@@ -58,8 +59,10 @@ class ModelCheckReport:
             rounding flip, the floor a runtime can be judged against.
         qat_loss (float): The loss of the QAT step.
         qat_grad_norm (float): Gradient norm of that step (finite if ok).
+        seconds (dict): Wall time of each stage.
     """
     stages: Dict[str, str] = field(default_factory=dict)
+    seconds: Dict[str, float] = field(default_factory=dict)
     num_fake_quants: int = 0
     num_q: int = 0
     num_dq: int = 0
@@ -154,6 +157,7 @@ def _quantize(architecture: nn.Module, backend: str,
 
 def _stage(report: ModelCheckReport, name: str, fn, *args):
     """Run one stage; record 'ok' or its error; None if it failed."""
+    start = time.perf_counter()
     try:
         out = fn(*args)
     except Exception as e:  # noqa: BLE001 - the report is the result
@@ -161,6 +165,8 @@ def _stage(report: ModelCheckReport, name: str, fn, *args):
         report.stages[name] = (f'{type(e).__name__}: {str(e)[:300]} '
                                f'({last.filename}:{last.lineno})')
         return None
+    finally:
+        report.seconds[name] = round(time.perf_counter() - start, 2)
     report.stages[name] = 'ok'
     return out
 
@@ -175,8 +181,10 @@ def _predict_diff(qmodel: nn.Module, x: torch.Tensor) -> float:
 
 def _qat_step(qmodel: nn.Module, x: torch.Tensor) -> tuple:
     from mmcls.structures import ClsDataSample
-    qmodel = copy.deepcopy(qmodel).train()
-    num_classes = qmodel(x[:1], mode='tensor').shape[-1]
+    qmodel = copy.deepcopy(qmodel).eval()
+    with torch.no_grad():
+        num_classes = qmodel(x, mode='tensor').shape[-1]
+    qmodel.train()
     samples = [ClsDataSample().set_gt_label(i % num_classes)
                for i in range(len(x))]
     losses = qmodel(x, samples, mode='loss')
