@@ -9,6 +9,7 @@ from torch import fx, nn
 
 from mmrazor_quant.registry import MODEL_WRAPPERS, MODELS, build_in_scope
 from ..quantizers.base import BaseQuantizer, build_graph_module
+from ..task_modules.tracer.custom_tracer import check_input_shape
 
 __all__ = ['MMArchitectureQuant', 'MMArchitectureQuantDDP']
 
@@ -44,6 +45,11 @@ class MMArchitectureQuant(BaseModel):
             ``('tensor', 'predict', 'loss')``.
         float_checkpoint (str, optional): Float weights to load before
             quantizing. Defaults to None.
+        input_shape (Sequence[int], optional): Shape of one input sample
+            without the batch dimension (e.g. ``(3, 64, 64)``), taken from
+            the data or config; the tracer then evaluates an example batch
+            so models that read shapes trace (see ``CustomTracer``).
+            Defaults to None.
         init_cfg (dict, optional): Defaults to None.
 
     Raises:
@@ -65,6 +71,7 @@ class MMArchitectureQuant(BaseModel):
                  data_preprocessor: Optional[Union[dict, nn.Module]] = None,
                  forward_modes: Sequence[str] = _MODES,
                  float_checkpoint: Optional[str] = None,
+                 input_shape: Optional[Sequence[int]] = None,
                  init_cfg: Optional[dict] = None) -> None:
         unknown = [m for m in forward_modes if m not in _MODES]
         if unknown or not forward_modes:
@@ -89,6 +96,8 @@ class MMArchitectureQuant(BaseModel):
         self.forward_modes = tuple(forward_modes)
         self.quantizer = build_in_scope(MODELS, quantizer) if isinstance(
             quantizer, dict) else quantizer
+        if input_shape is not None:
+            _set_tracer_input_shape(self.quantizer.tracer, input_shape)
         qmodels = self.quantizer.prepare(self.architecture,
                                          self.forward_modes)
         # Kept out of the module tree on purpose: they reference the
@@ -187,3 +196,17 @@ class MMArchitectureQuantDDP(MMDistributedDataParallel):
 
     def calibrate_step(self, data: Union[dict, tuple, list]) -> torch.Tensor:
         return self.module.calibrate_step(data)
+
+
+def _set_tracer_input_shape(tracer: object, input_shape: Sequence[int]) -> None:
+    """Give the tracer the shape of one sample (from the data or config)."""
+    if not hasattr(tracer, 'input_shape'):
+        raise TypeError(f'MMArchitectureQuant: input_shape needs a tracer '
+                        f'that takes one (CustomTracer), but the quantizer '
+                        f'has a {type(tracer).__name__}')
+    if tracer.input_shape is not None and \
+            tuple(tracer.input_shape) != tuple(input_shape):
+        raise ValueError(f'MMArchitectureQuant: input_shape={input_shape!r} '
+                         'contradicts the tracer config\'s input_shape='
+                         f'{tracer.input_shape!r}')
+    tracer.input_shape = check_input_shape(input_shape)

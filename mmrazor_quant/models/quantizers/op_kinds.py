@@ -148,6 +148,10 @@ def classify_node(node: fx.Node, modules: Dict[str, nn.Module],
     Returns:
         str: One of the :class:`OpKind` names.
     """
+    if node.meta.get('example_kind') == 'other':
+        # A size, a shape or a flag computed while tracing (CustomTracer
+        # with input_shape): never quantized.
+        return OpKind.OTHER
     if node.op == 'placeholder':
         names = input_names or {'inputs', 'x', 'input', 'img'}
         return OpKind.INPUT if node.target in names else OpKind.OTHER

@@ -6,11 +6,17 @@ import re
 from typing import (Any, Callable, Dict, FrozenSet, Iterator, List, Optional,
                     Sequence, Tuple, Union)
 
+import torch
 from torch import nn
 from torch.fx import Graph, GraphModule, Node, Proxy, Tracer
+from torch.fx.proxy import TraceError as FxTraceError
 
 from mmrazor_quant.registry import TASK_UTILS
+from .example_values import (EXAMPLE_BATCH_SIZE, UNKNOWN, Unknown,
+                             ValueProxy, evaluate_node, patched_factories,
+                             preserved_state, shadowed_builtins)
 from .path_utils import resolve_dotted_path, resolve_method
+from .shape_guards import CONVERSIONS, check_shape_guard, decision_site
 from .trace_error import TraceError, format_failure, locate_failure
 
 __all__ = ['CustomTracer']
@@ -19,6 +25,10 @@ __all__ = ['CustomTracer']
 FORWARD_MODES = ('tensor', 'predict', 'loss')
 
 _MISSING = object()
+
+#: Module classes that are always leaves: stochastic depth draws a random
+#: mask whose shape comes from the input.
+DEFAULT_LEAF_CLASS_NAMES = frozenset({'DropPath'})
 
 
 @TASK_UTILS.register_module()
@@ -61,10 +71,19 @@ class CustomTracer(Tracer):
             leaves (instances of subclasses too), given as classes, as
             dotted paths, or as bare class names matched against each
             module's MRO. Defaults to ().
+        input_shape (Sequence[int], optional): Shape of one input sample
+            without the batch dimension, e.g. ``(3, 64, 64)``, taken from
+            the data or the config. When given, every node is evaluated on
+            a random example batch of :data:`EXAMPLE_BATCH_SIZE` samples
+            while tracing, so shape reads, asserts and shape arithmetic
+            trace; decisions on shapes become run-time guards that raise
+            :class:`ShapeGuardError`. Defaults to None (plain symbolic
+            tracing).
 
     Raises:
         ValueError: If an entry of ``skipped_methods`` or a dotted entry of
-            ``skipped_module_classes`` cannot be resolved; the message
+            ``skipped_module_classes`` cannot be resolved, or
+            ``input_shape`` is not a sequence of positive ints; the message
             names the entry.
         TypeError: If an entry of ``skipped_module_classes`` is neither a
             class nor a string.
@@ -74,7 +93,8 @@ class CustomTracer(Tracer):
         self,
         skipped_methods: Sequence[str] = (),
         skipped_module_names: Sequence[str] = (),
-        skipped_module_classes: Sequence[Union[str, type]] = ()
+        skipped_module_classes: Sequence[Union[str, type]] = (),
+        input_shape: Optional[Sequence[int]] = None
     ) -> None:
         super().__init__()
         self.skipped_methods = list(skipped_methods)
@@ -84,8 +104,18 @@ class CustomTracer(Tracer):
             _resolve_method_entry(e) for e in self.skipped_methods
         ]
         self._leaf_names: FrozenSet[str] = frozenset(skipped_module_names)
-        self._leaf_classes, self._leaf_class_names = _split_class_entries(
+        self._leaf_classes, leaf_class_names = _split_class_entries(
             self.skipped_module_classes)
+        self._leaf_class_names = leaf_class_names | DEFAULT_LEAF_CLASS_NAMES
+        self.input_shape = check_input_shape(input_shape)
+        # Example values of the nodes of the trace under way; None when
+        # not tracking.
+        self._values: Optional[Dict[Node, Any]] = None
+        self._placeholders: Dict[str, Any] = {}
+        self._root: Optional[nn.Module] = None
+        # True while an example value is computed: skipped methods then run
+        # for real instead of recording nodes.
+        self._evaluating = False
         # Innermost module whose call raised, for messages.
         self._failed_module: Optional[nn.Module] = None
 
@@ -111,6 +141,100 @@ class CustomTracer(Tracer):
             if self._failed_module is None:
                 self._failed_module = m
             raise
+
+    # -- example values -----------------------------------------------------
+    def proxy(self, node: Node) -> Proxy:
+        """A :class:`ValueProxy` while example values are tracked."""
+        if self._values is None:
+            return super().proxy(node)
+        return ValueProxy(node, self)
+
+    def create_node(self, *args: Any, **kwargs: Any) -> Node:
+        """Create a node and evaluate its example value."""
+        node = super().create_node(*args, **kwargs)
+        if self._values is not None and not self._evaluating:
+            self._evaluating = True
+            try:
+                self._values[node] = evaluate_node(node, self._root,
+                                                   self._values,
+                                                   self._placeholders)
+            finally:
+                self._evaluating = False
+        return node
+
+    def example_value(self, node: Node) -> Any:
+        """The example value of ``node`` (an ``Unknown`` if none)."""
+        if self._values is None:
+            return UNKNOWN
+        return self._values.get(node, UNKNOWN)
+
+    def concrete_answer(self, proxy: Proxy, convert: str, what: str) -> Any:
+        """Answer ``convert(proxy)`` from the example and guard it.
+
+        Only values computed from shapes are answered: a tensor value (data)
+        cannot steer Python code in a graph, so it still fails the trace.
+        """
+        value = self.example_value(proxy.node)
+        if isinstance(value, Unknown) or isinstance(value, torch.Tensor):
+            why = ('its value depends on the data' if isinstance(
+                value, torch.Tensor) else f'its value is {value!r}')
+            raise FxTraceError(
+                f'symbolically traced value {proxy.node.format_node()} '
+                f'cannot be used as {what}: {why}')
+        answer = CONVERSIONS[convert](value)
+        site = decision_site(next(reversed(self.module_stack), None))
+        self.create_proxy('call_function', check_shape_guard,
+                          (proxy, convert, answer, site), {})
+        return answer
+
+    def _example_inputs(self, root: Union[nn.Module, Callable[..., Any]]
+                        ) -> Dict[str, Any]:
+        forward = root.forward if isinstance(root, nn.Module) else root
+        params = list(inspect.signature(forward).parameters.values())
+        device = next((p.device for p in root.parameters()), None) \
+            if isinstance(root, nn.Module) else None
+        values: Dict[str, Any] = {}
+        for i, param in enumerate(params):
+            if i == 0:
+                values[param.name] = torch.randn(
+                    EXAMPLE_BATCH_SIZE, *self.input_shape, device=device)
+            elif param.default is not inspect.Parameter.empty:
+                values[param.name] = param.default
+        return values
+
+    @contextlib.contextmanager
+    def _tracking_examples(
+            self, root: Union[nn.Module, Callable[..., Any]]) -> Iterator[None]:
+        """Evaluate nodes on an example batch for the trace of ``root``."""
+        if self.input_shape is None:
+            yield
+            return
+        module = root if isinstance(root, nn.Module) else nn.Module()
+        self._root = module
+        self._values = {}
+        with contextlib.ExitStack() as stack:
+            # fork_rng inside: the example batch must not move the RNG.
+            stack.enter_context(preserved_state(module))
+            self._placeholders = self._example_inputs(root)
+            stack.enter_context(patched_factories(self))
+            stack.enter_context(shadowed_builtins(self, module))
+            try:
+                yield
+            finally:
+                self._summarise_examples()
+                self._values, self._root, self._placeholders = None, None, {}
+
+    def _summarise_examples(self) -> None:
+        """Keep what later passes need in ``node.meta``, drop the tensors."""
+        for node, value in self._values.items():
+            if isinstance(value, Unknown):
+                node.meta['example_kind'] = 'unknown'
+                node.meta['example_unknown_reason'] = value.reason
+            elif isinstance(value, torch.Tensor):
+                node.meta['example_kind'] = 'tensor'
+                node.meta['example_shape'] = tuple(value.shape)
+            else:
+                node.meta['example_kind'] = 'other'
 
     # -- tracing ----------------------------------------------------------
     def trace(self,
@@ -185,7 +309,7 @@ class CustomTracer(Tracer):
         self.num_calls = {}
         self._failed_module = None
         try:
-            with self._skipping_methods():
+            with self._skipping_methods(), self._tracking_examples(root):
                 return super().trace(root, concrete_args)
         except TraceError:
             raise
@@ -193,7 +317,12 @@ class CustomTracer(Tracer):
             site = None
             if isinstance(root, nn.Module):
                 site = locate_failure(e, root, self._failed_module)
-            raise TraceError(format_failure(e, what, site)) from e
+            message = format_failure(e, what, site)
+            if self.input_shape is None:
+                message += ('\nIf this code reads shapes (len, int(), '
+                            'x.dim(), size arithmetic), pass the input '
+                            'shape: CustomTracer(input_shape=(C, H, W)).')
+            raise TraceError(message) from e
         finally:
             self._failed_module = None
 
@@ -212,8 +341,10 @@ class CustomTracer(Tracer):
         saved: List[Tuple[type, str, Any]] = []
         try:
             for owner, name in self._methods:
-                saved.append((owner, name, owner.__dict__.get(name, _MISSING)))
-                setattr(owner, name, self._opaque_method(name))
+                original = owner.__dict__.get(name, _MISSING)
+                saved.append((owner, name, original))
+                setattr(owner, name,
+                        self._opaque_method(owner, name, original))
             yield
         finally:
             # Reverse order restores correctly when an entry repeats.
@@ -223,10 +354,16 @@ class CustomTracer(Tracer):
                 else:
                     setattr(owner, name, original)
 
-    def _opaque_method(self, name: str) -> Callable[..., Proxy]:
+    def _opaque_method(self, owner: type, name: str,
+                       original: Any) -> Callable[..., Proxy]:
         tracer = self
 
         def opaque(module: nn.Module, *args: Any, **kwargs: Any) -> Proxy:
+            if tracer._evaluating:
+                # Computing an example value: run the real method.
+                real = original if original is not _MISSING else getattr(
+                    super(owner, module), name).__func__
+                return real(module, *args, **kwargs)
             return tracer._call_opaque(module, name, args, kwargs)
 
         opaque.__name__ = name
@@ -267,6 +404,27 @@ class CustomTracer(Tracer):
             yield
         finally:
             self.module_stack.pop(path)
+
+
+def check_input_shape(
+        input_shape: Optional[Sequence[int]]) -> Optional[Tuple[int, ...]]:
+    """Validate ``input_shape`` (one sample, no batch dimension).
+
+    Raises:
+        ValueError: Unless it is None or a non-empty sequence of positive
+            ints.
+    """
+    if input_shape is None:
+        return None
+    if (isinstance(input_shape, (str, bytes))
+            or not isinstance(input_shape, Sequence) or not input_shape
+            or not all(isinstance(d, int) and not isinstance(d, bool)
+                       and d > 0 for d in input_shape)):
+        raise ValueError('CustomTracer: input_shape must be a non-empty '
+                         'sequence of positive ints without the batch '
+                         f'dimension, e.g. (3, 64, 64), but got '
+                         f'{input_shape!r}')
+    return tuple(input_shape)
 
 
 def _resolve_method_entry(entry: str) -> Tuple[type, str]:
