@@ -10,6 +10,7 @@ from torch import nn
 from torch.fx import Graph, GraphModule, Node, Proxy, Tracer
 
 from mmrazor_quant.registry import TASK_UTILS
+from .mmdet_rewrites import mmdet_rewrites
 from .path_utils import resolve_dotted_path, resolve_method
 from .trace_error import TraceError, format_failure, locate_failure
 
@@ -185,7 +186,9 @@ class CustomTracer(Tracer):
         self.num_calls = {}
         self._failed_module = None
         try:
-            with self._skipping_methods():
+            # Skips apply inside the rewrites, so a skip of a rewritten
+            # method wins.
+            with mmdet_rewrites(), self._skipping_methods():
                 return super().trace(root, concrete_args)
         except TraceError:
             raise
