@@ -22,7 +22,7 @@ mmcv-wheel:
 	else \
 	  echo "mmcv-wheel: building mmcv $(MMCV_VERSION) from source once (~15 min on 2 cores) into $(MMCV_CACHE)"; \
 	  set -e; src=$$(mktemp -d); \
-	  $(PIP) download -q --no-deps --no-binary :all: mmcv==$(MMCV_VERSION) -d $$src; \
+	  $(PIP) download -q --no-deps --no-build-isolation --no-binary :all: mmcv==$(MMCV_VERSION) -d $$src; \
 	  tar xzf $$src/mmcv-$(MMCV_VERSION).tar.gz -C $$src; \
 	  sed -i 's/-std=c++14/-std=c++17/g' $$src/mmcv-$(MMCV_VERSION)/setup.py; \
 	  mkdir -p $(MMCV_CACHE); \
