@@ -43,11 +43,11 @@ model = dict(
     test_cfg=dict(nms_pre=300, min_bbox_size=0, score_thr=0.05,
                   nms=dict(type='nms', iou_threshold=0.5), max_per_img=20))
 
-train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=6, val_interval=6)
+train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=24, val_interval=24)
 val_cfg = dict(type='ValLoop')
 test_cfg = dict(type='TestLoop')
 optim_wrapper = dict(
     optimizer=dict(type='AdamW', lr=2e-3, weight_decay=1e-4),
     clip_grad=dict(max_norm=10.))
-param_scheduler = [dict(type='CosineAnnealingLR', T_max=6, by_epoch=True)]
+param_scheduler = [dict(type='CosineAnnealingLR', T_max=24, by_epoch=True)]
 default_hooks = dict(logger=dict(interval=10))
