@@ -78,6 +78,7 @@ class MMArchitectureQuant(BaseModel):
         super().__init__(
             data_preprocessor=data_preprocessor, init_cfg=init_cfg)
         self.architecture = architecture
+        _check_preprocessor_fits(self.data_preprocessor, architecture)
         if float_checkpoint:
             from mmrazor_quant.utils.checkpoint import \
                 register_checkpoint_safe_globals
@@ -136,6 +137,30 @@ class MMArchitectureQuant(BaseModel):
         replaced by fixed qparams (see :mod:`mmrazor_quant.deploy`)."""
         from mmrazor_quant.deploy.deploy_model import build_deploy_model
         return build_deploy_model(self)
+
+
+# OpenMMLab task packages whose data preprocessors pack task-specific
+# samples: one of them does not fit another's model.
+_TASK_PACKAGES = ('mmcls', 'mmpretrain', 'mmdet', 'mmseg', 'mmpose')
+
+
+def _check_preprocessor_fits(preprocessor: nn.Module,
+                             architecture: nn.Module) -> None:
+    """Raise if ``model.data_preprocessor`` is another task's preprocessor
+    than the architecture's own (e.g. mmcls's for an mmdet detector, which
+    would batch images without padding or box rescaling)."""
+    own = getattr(architecture, 'data_preprocessor', None)
+    if own is None or isinstance(preprocessor, type(own)):
+        return
+    given_pkg = type(preprocessor).__module__.split('.')[0]
+    own_pkg = type(own).__module__.split('.')[0]
+    if given_pkg != own_pkg and {given_pkg, own_pkg} <= set(_TASK_PACKAGES):
+        raise ValueError(
+            f'model.data_preprocessor: {type(preprocessor).__name__} '
+            f'({given_pkg}) does not fit the architecture '
+            f'{type(architecture).__name__} ({own_pkg}), whose own data '
+            f"preprocessor is {type(own).__name__}; use type='{own_pkg}."
+            f"{type(own).__name__}'")
 
 
 def _load_float_checkpoint(architecture: nn.Module, path: str) -> None:
