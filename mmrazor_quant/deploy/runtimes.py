@@ -10,7 +10,8 @@ Runner = Callable[[np.ndarray], np.ndarray]
 
 def onnxruntime_runner(path: str, num_threads: int = 0,
                        optimize: bool = True,
-                       qdq_fusion: bool = True) -> Runner:
+                       qdq_fusion: bool = True,
+                       all_outputs: bool = False) -> Runner:
     """A function running ``path`` on onnxruntime's CPU provider with all
     graph optimizations (so QDQ is fused into int8 kernels).
 
@@ -29,6 +30,9 @@ def onnxruntime_runner(path: str, num_threads: int = 0,
             optimization but computes each op in float on dequantized
             values with its float bias, which is TensorRT's arithmetic
             (``session.disable_quant_qdq``). Defaults to True.
+        all_outputs (bool): Return the list of all outputs (e.g. a
+            detector's per-level head outputs) instead of the first.
+            Defaults to False.
     """
     import onnxruntime as ort
     options = ort.SessionOptions()
@@ -44,12 +48,14 @@ def onnxruntime_runner(path: str, num_threads: int = 0,
     name = session.get_inputs()[0].name
 
     def run(x: np.ndarray) -> np.ndarray:
-        return session.run(None, {name: x})[0]
+        outs = session.run(None, {name: x})
+        return outs if all_outputs else outs[0]
 
     return run
 
 
-def openvino_runner(path: str, num_threads: int = 0) -> Runner:
+def openvino_runner(path: str, num_threads: int = 0,
+                    all_outputs: bool = False) -> Runner:
     """A function running ``path`` with OpenVINO's CPU plugin (which turns
     QDQ pairs into FakeQuantize and executes the quantized ops in int8).
 
@@ -57,6 +63,8 @@ def openvino_runner(path: str, num_threads: int = 0) -> Runner:
         path (str): The ``.onnx`` file.
         num_threads (int): Inference threads; 0 lets OpenVINO choose.
             Defaults to 0.
+        all_outputs (bool): Return the list of all outputs instead of the
+            first. Defaults to False.
     """
     import openvino as ov
     core = ov.Core()
@@ -67,7 +75,10 @@ def openvino_runner(path: str, num_threads: int = 0) -> Runner:
     compiled = core.compile_model(core.read_model(path), 'CPU', config)
 
     def run(x: np.ndarray) -> np.ndarray:
-        return np.asarray(compiled([x])[0])
+        result = compiled([x])
+        if all_outputs:
+            return [np.asarray(result[o]) for o in compiled.outputs]
+        return np.asarray(result[0])
 
     return run
 

@@ -16,6 +16,9 @@ __all__ = ['load_config', 'check_loop_cfgs']
 # Arguments the Runner passes to a loop itself; a config cannot set them.
 _RUNNER_SUPPLIED = ('self', 'runner', 'dataloader', 'evaluator')
 _LOOP_KEYS = ('train_cfg', 'val_cfg', 'test_cfg')
+# Keys the registry consumes itself: mmengine adds ``_scope_`` to dicts
+# inherited from a scoped base (e.g. ``mmdet::`` configs).
+_BUILD_KEYS = ('type', '_scope_')
 
 
 def load_config(path: str, cfg_options: Optional[dict] = None) -> Config:
@@ -75,7 +78,10 @@ def check_loop_cfgs(cfg: Config) -> None:
         if any(p.kind is p.VAR_KEYWORD for p in params.values()):
             continue
         accepted = [n for n in params if n not in _RUNNER_SUPPLIED]
-        unknown = [k for k in loop_cfg if k != 'type' and k not in accepted]
+        unknown = [
+            k for k in loop_cfg
+            if k not in _BUILD_KEYS and k not in accepted
+        ]
         if unknown:
             raise ValueError(
                 f'{key}: {loop_cls.__name__} got unknown argument(s) '

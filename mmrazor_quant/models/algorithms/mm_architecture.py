@@ -1,4 +1,5 @@
 """MMArchitectureQuant: an mmengine model whose forward modes are quantized."""
+import copy
 from typing import Dict, List, Optional, Sequence, Union
 
 import torch
@@ -78,13 +79,14 @@ class MMArchitectureQuant(BaseModel):
             raise ValueError(f'forward_modes must be a non-empty subset of '
                              f'{_MODES}, got {tuple(forward_modes)}')
         if isinstance(architecture, dict):
-            architecture = MODELS.build(architecture)
+            architecture = _build_architecture(architecture)
         if data_preprocessor is None:
             data_preprocessor = getattr(architecture, 'data_preprocessor',
                                         None)
         super().__init__(
             data_preprocessor=data_preprocessor, init_cfg=init_cfg)
         self.architecture = architecture
+        _check_preprocessor_fits(self.data_preprocessor, architecture)
         if float_checkpoint:
             from mmrazor_quant.utils.checkpoint import \
                 register_checkpoint_safe_globals
@@ -146,6 +148,45 @@ class MMArchitectureQuant(BaseModel):
         from mmrazor_quant.deploy.deploy_model import build_deploy_model
         return build_deploy_model(self)
 
+
+# OpenMMLab task packages whose data preprocessors pack task-specific
+# samples: one of them does not fit another's model.
+_TASK_PACKAGES = ('mmcls', 'mmpretrain', 'mmdet', 'mmseg', 'mmpose')
+
+
+def _check_preprocessor_fits(preprocessor: nn.Module,
+                             architecture: nn.Module) -> None:
+    """Raise if ``model.data_preprocessor`` is another task's preprocessor
+    than the architecture's own (e.g. mmcls's for an mmdet detector, which
+    would batch images without padding or box rescaling)."""
+    own = getattr(architecture, 'data_preprocessor', None)
+    if own is None or isinstance(preprocessor, type(own)):
+        return
+    given_pkg = type(preprocessor).__module__.split('.')[0]
+    own_pkg = type(own).__module__.split('.')[0]
+    if given_pkg != own_pkg and {given_pkg, own_pkg} <= set(_TASK_PACKAGES):
+        raise ValueError(
+            f'model.data_preprocessor: {type(preprocessor).__name__} '
+            f'({given_pkg}) does not fit the architecture '
+            f'{type(architecture).__name__} ({own_pkg}), whose own data '
+            f"preprocessor is {type(own).__name__}; use type='{own_pkg}."
+            f"{type(own).__name__}'")
+
+
+def _build_architecture(cfg: dict) -> nn.Module:
+    """Build the float model in the scope its ``type`` names.
+
+    ``type='mmdet.RetinaNet'`` finds the class, but the detector's own nested
+    builds (box coders, assigners) search the *current* default scope, which
+    is the caller's (``mmcls`` or ours). Give the config the ``_scope_``
+    mmengine adds to dicts inherited from ``mmdet::`` bases.
+    """
+    cfg = copy.copy(cfg)
+    model_type = cfg.get('type')
+    if '_scope_' not in cfg and isinstance(model_type, str) \
+            and '.' in model_type:
+        cfg['_scope_'] = model_type.split('.', 1)[0]
+    return MODELS.build(cfg)
 
 def _load_float_checkpoint(architecture: nn.Module, path: str) -> None:
     """Load ``path`` into ``architecture``, refusing one that does not fit.

@@ -15,6 +15,7 @@ from mmrazor_quant.registry import TASK_UTILS
 from .example_values import (EXAMPLE_BATCH_SIZE, UNKNOWN, Unknown,
                              ValueProxy, evaluate_node, patched_factories,
                              preserved_state, shadowed_builtins)
+from .mmdet_rewrites import mmdet_rewrites
 from .path_utils import resolve_dotted_path, resolve_method
 from .shape_guards import CONVERSIONS, check_shape_guard, decision_site
 from .trace_error import TraceError, format_failure, locate_failure
@@ -309,7 +310,10 @@ class CustomTracer(Tracer):
         self.num_calls = {}
         self._failed_module = None
         try:
-            with self._skipping_methods(), self._tracking_examples(root):
+            # Skips apply inside the rewrites, so a skip of a rewritten
+            # method wins.
+            with mmdet_rewrites(), self._skipping_methods(), \
+                    self._tracking_examples(root):
                 return super().trace(root, concrete_args)
         except TraceError:
             raise

@@ -1,0 +1,72 @@
+# W8A8 post-training quantization of mmdet's RetinaNet-R50-FPN (COCO) for
+# TensorRT, in MMRazor's schema: per-channel symmetric int8 weights on
+# [-127, 127], per-tensor signed symmetric activations; the head's
+# post-processing (predict_by_feat) and losses (loss_by_feat) stay out of
+# the graph.
+#   python tools/ptq.py configs/quantization/ptq/detection/ptq_tensorrt_retina_r50_1x_coco_calib32xb32.py
+# It needs COCO in data/coco (mmdet's layout).
+_base_ = ['mmdet::retinanet/retinanet_r50_fpn_1x_coco.py']
+
+float_checkpoint = 'https://download.openmmlab.com/mmdetection/v2.0/retinanet/retinanet_r50_fpn_1x_coco/retinanet_r50_fpn_1x_coco_20200130-c2398f9e.pth'  # noqa: E501
+
+# mmdeploy's deployment settings MMRazor's configs carry. Not read yet:
+# MMArchitectureQuant takes no deploy_cfg (issue 14); tools/export.py
+# exports the tensor outputs (no post-processing) to QDQ ONNX.
+deploy_cfg = dict(
+    onnx_config=dict(type='onnx', opset_version=13, input_names=['input'],
+                     output_names=['cls_scores', 'bbox_preds']),
+    codebase_config=dict(type='mmdet', task='ObjectDetection',
+                         model_type='end2end'),
+    backend_config=dict(
+        type='tensorrt',
+        model_inputs=[dict(opt_shapes=dict(input=[1, 3, 800, 1344]))]))
+
+# Calibrate on training images through the deterministic test pipeline.
+calibrate_dataloader = dict(
+    batch_size=32,
+    num_workers=5,
+    dataset=dict(_base_.train_dataloader.dataset,
+                 pipeline=_base_.test_pipeline),
+    sampler=dict(type='DefaultSampler', shuffle=True))
+
+global_qconfig = dict(
+    w_observer=dict(type='mmrazor_quant.PerChannelMinMaxObserver'),
+    a_observer=dict(type='mmrazor_quant.MovingAverageMinMaxObserver'),
+    w_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
+    a_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
+    w_qscheme=dict(
+        qdtype='qint8', bit=8, is_symmetry=True, is_symmetric_range=True),
+    a_qscheme=dict(qdtype='qint8', bit=8, is_symmetry=True,
+                   is_symmetric_range=True,
+                   averaging_constant=0.1),
+)
+
+model = dict(
+    _delete_=True,
+    type='mmrazor_quant.MMArchitectureQuant',
+    data_preprocessor=dict(
+        _base_.model.data_preprocessor, type='mmdet.DetDataPreprocessor'),
+    architecture=_base_.model,
+    float_checkpoint=float_checkpoint,
+    quantizer=dict(
+        type='mmrazor_quant.TensorRTQuantizer',
+        global_qconfig=global_qconfig,
+        tracer=dict(
+            type='mmrazor_quant.CustomTracer',
+            skipped_methods=[
+                'mmdet.models.dense_heads.base_dense_head.BaseDenseHead.'
+                'predict_by_feat',
+                'mmdet.models.dense_heads.anchor_head.AnchorHead.'
+                'loss_by_feat',
+            ])))
+
+model_wrapper_cfg = dict(
+    type='mmrazor_quant.MMArchitectureQuantDDP',
+    broadcast_buffers=False,
+    find_unused_parameters=True)
+
+test_cfg = dict(
+    _delete_=True,
+    type='mmrazor_quant.PTQLoop',
+    calibrate_dataloader=calibrate_dataloader,
+    calibrate_steps=32)

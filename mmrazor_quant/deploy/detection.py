@@ -1,0 +1,101 @@
+"""Parity of an exported detector's tensor outputs (backbone, neck, head;
+post-processing stays outside, as in mmdeploy) with the simulation."""
+from dataclasses import dataclass
+from typing import List
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from .runtimes import load_runtime
+
+__all__ = ['DetectionParity', 'check_detection_parity']
+
+
+@dataclass
+class DetectionParity:
+    """Agreement of a runtime's head outputs and decoded boxes.
+
+    Attributes:
+        runtime (str): ``'onnxruntime'`` or ``'openvino'``.
+        num_images (int): Images compared.
+        min_sqnr_db (float): Lowest SQNR over the head outputs (dB).
+        box_agreement (float): Fraction of the simulation's boxes that the
+            runtime's decoded outputs reproduce (same label, IoU >= 0.9).
+    """
+    runtime: str
+    num_images: int
+    min_sqnr_db: float
+    box_agreement: float
+
+
+def _flat(outputs) -> List[Tensor]:
+    """The head's nested ``(cls_scores, bbox_preds, ...)`` per-level lists,
+    flattened in the order ONNX export writes them."""
+    if isinstance(outputs, Tensor):
+        return [outputs]
+    return [t for item in outputs for t in _flat(item)]
+
+
+def _sqnr_db(reference: np.ndarray, actual: np.ndarray) -> float:
+    noise = float(((reference - actual)**2).sum())
+    return float('inf') if noise == 0 else 10 * np.log10(
+        float((reference**2).sum()) / noise)
+
+
+def _decode(head: nn.Module, flat: List[Tensor], num_levels: int,
+            metas: List[dict]):
+    groups = [flat[i:i + num_levels] for i in range(0, len(flat),
+                                                      num_levels)]
+    return head.predict_by_feat(*groups, batch_img_metas=metas,
+                                rescale=False)
+
+
+def _box_agreement(sim, rt) -> float:
+    from mmdet.structures.bbox import bbox_overlaps
+    matched = total = 0
+    for s, r in zip(sim, rt):
+        total += len(s.bboxes)
+        if len(s.bboxes) == 0 or len(r.bboxes) == 0:
+            continue
+        iou = bbox_overlaps(s.bboxes, r.bboxes)
+        same = s.labels[:, None] == r.labels[None, :]
+        matched += int(((iou >= 0.9) & same).any(1).sum())
+    return matched / total if total else 1.0
+
+
+def check_detection_parity(qmodel: nn.Module, onnx_path: str,
+                           inputs: Tensor, runtime: str = 'onnxruntime',
+                           **runtime_options) -> DetectionParity:
+    """Run ``onnx_path`` in ``runtime`` and the deploy model on ``inputs``.
+
+    Args:
+        qmodel (MMArchitectureQuant): The calibrated detector.
+        onnx_path (str): Its export (tensor outputs).
+        inputs (Tensor): A preprocessed batch ``(N, 3, H, W)``.
+        runtime (str): ``'onnxruntime'`` or ``'openvino'``.
+        **runtime_options: Passed to the runtime loader.
+
+    Returns:
+        DetectionParity: Head-output SQNR and decoded-box agreement.
+    """
+    deploy = qmodel.get_deploy_model().eval()
+    with torch.no_grad():
+        sim = _flat(deploy(inputs.float()))
+    run = load_runtime(runtime, onnx_path, all_outputs=True,
+                       **runtime_options)
+    outs = run(inputs.float().numpy())
+    if len(outs) != len(sim):
+        raise ValueError(f'{onnx_path} has {len(outs)} outputs, the '
+                         f'simulation {len(sim)}')
+    sqnr = min(_sqnr_db(s.numpy(), o) for s, o in zip(sim, outs))
+    head = qmodel.architecture.bbox_head
+    num_levels = len(head.prior_generator.strides)
+    h, w = inputs.shape[-2:]
+    metas = [dict(img_shape=(h, w), scale_factor=(1., 1.))] * len(inputs)
+    with torch.no_grad():
+        boxes_sim = _decode(head, sim, num_levels, metas)
+        boxes_rt = _decode(head, [torch.from_numpy(o) for o in outs],
+                           num_levels, metas)
+    return DetectionParity(runtime, len(inputs), sqnr,
+                           _box_agreement(boxes_sim, boxes_rt))

@@ -1,0 +1,90 @@
+"""Traceable stand-ins for mmdet code that loops over data samples.
+
+mmdet's single-stage detectors and dense heads iterate over
+``batch_data_samples`` (a list at run time, one ``Proxy`` under ``torch.fx``)
+to collect image metas and ground truths and to attach predictions. During a
+trace, :func:`mmdet_rewrites` swaps those methods for versions that move the
+loops into the functions below, which ``torch.fx.wrap`` records as single
+``call_function`` nodes; the graph then runs the real loops at run time.
+Everything else (the head's ``forward``, and ``predict_by_feat`` /
+``loss_by_feat`` when skipped, as MMRazor's configs do) is untouched.
+"""
+import contextlib
+from typing import Any, Iterator, List, Tuple
+
+import torch.fx
+
+__all__ = ['mmdet_rewrites']
+
+
+def img_metas_of(batch_data_samples: List[Any]) -> List[dict]:
+    """The ``metainfo`` of each data sample."""
+    return [sample.metainfo for sample in batch_data_samples]
+
+
+def gt_instances_of(batch_data_samples: List[Any]) -> Tuple[list, list, list]:
+    """mmdet's ``unpack_gt_instances``: (gts, ignored gts, image metas)."""
+    from mmdet.models.utils import unpack_gt_instances
+    return unpack_gt_instances(batch_data_samples)
+
+
+def add_predictions(batch_data_samples: List[Any],
+                    results_list: List[Any]) -> List[Any]:
+    """mmdet's ``BaseDetector.add_pred_to_datasample`` (it uses no state)."""
+    from mmdet.models.detectors.base import BaseDetector
+    return BaseDetector.add_pred_to_datasample(None, batch_data_samples,
+                                               results_list)
+
+
+# Record calls of these as graph nodes instead of tracing into them.
+torch.fx.wrap('img_metas_of')
+torch.fx.wrap('gt_instances_of')
+torch.fx.wrap('add_predictions')
+
+
+def _head_predict(self, x, batch_data_samples, rescale: bool = False):
+    outs = self(x)
+    return self.predict_by_feat(
+        *outs, batch_img_metas=img_metas_of(batch_data_samples),
+        rescale=rescale)
+
+
+def _head_loss(self, x, batch_data_samples):
+    outs = self(x)
+    unpacked = gt_instances_of(batch_data_samples)
+    # ``loss_by_feat(*outs, gts, metas, ignored gts)``; index, don't unpack:
+    # ``unpacked`` is a Proxy and cannot be iterated.
+    return self.loss_by_feat(*outs, unpacked[0], unpacked[2], unpacked[1])
+
+
+def _detector_predict(self, batch_inputs, batch_data_samples,
+                      rescale: bool = True):
+    x = self.extract_feat(batch_inputs)
+    results_list = self.bbox_head.predict(
+        x, batch_data_samples, rescale=rescale)
+    return add_predictions(batch_data_samples, results_list)
+
+
+def _rewrites() -> List[Tuple[type, str, Any]]:
+    try:
+        from mmdet.models.dense_heads.base_dense_head import BaseDenseHead
+        from mmdet.models.detectors.single_stage import SingleStageDetector
+    except ImportError:  # no mmdet: nothing to rewrite
+        return []
+    return [(BaseDenseHead, 'predict', _head_predict),
+            (BaseDenseHead, 'loss', _head_loss),
+            (SingleStageDetector, 'predict', _detector_predict)]
+
+
+@contextlib.contextmanager
+def mmdet_rewrites() -> Iterator[None]:
+    """Swap mmdet's sample-looping methods for traceable ones meanwhile."""
+    saved = []
+    try:
+        for owner, name, replacement in _rewrites():
+            saved.append((owner, name, owner.__dict__[name]))
+            setattr(owner, name, replacement)
+        yield
+    finally:
+        for owner, name, original in reversed(saved):
+            setattr(owner, name, original)

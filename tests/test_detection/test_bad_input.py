@@ -1,0 +1,34 @@
+"""Detection bad input: the wrong task's preprocessor, a set without boxes."""
+import json
+import os.path as osp
+
+import pytest
+
+from mmrazor_quant.datasets import (DigitCanvasCocoDataset,
+                                    make_digit_canvas_coco)
+from mmrazor_quant.registry import MODELS
+from .toy_detectors import quant_cfg, retinanet_cfg
+
+
+def test_classification_preprocessor_on_detector_names_the_key():
+    cfg = quant_cfg(retinanet_cfg(), 'openvino')
+    cfg['data_preprocessor'] = dict(
+        type='mmcls.ClsDataPreprocessor', mean=[0.] * 3, std=[255.] * 3)
+    with pytest.raises(ValueError) as info:
+        MODELS.build(cfg)
+    message = str(info.value)
+    assert 'model.data_preprocessor: ClsDataPreprocessor (mmcls)' in message
+    assert "type='mmdet.DetDataPreprocessor'" in message
+
+
+def test_dataset_without_boxes_is_an_error(tmp_path):
+    root = make_digit_canvas_coco(str(tmp_path / 'canvases'), num_train=3,
+                                  num_val=2)
+    ann = osp.join(root, 'annotations', 'val.json')
+    with open(ann) as f:
+        coco = json.load(f)
+    coco['annotations'] = []
+    with open(ann, 'w') as f:
+        json.dump(coco, f)
+    with pytest.raises(ValueError, match=r'val\.json has no boxes'):
+        DigitCanvasCocoDataset(data_root=root, split='val', pipeline=[])
