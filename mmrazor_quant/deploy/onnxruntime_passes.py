@@ -17,6 +17,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from .dead_code import remove_dead_code
 from .openvino_passes import _TYPE_MIN
 from .qparams_table import onnx_constants
 
@@ -85,7 +86,8 @@ def _removable(clip: Tuple[float, float], grid: Tuple[float, float]) -> bool:
 def drop_clips_inside_grid(model: onnx.ModelProto) -> int:
     """Bypass each ``Relu``/``Clip`` before a ``QuantizeLinear`` when the
     clip cannot change the quantized value (see the module docstring);
-    the clip node is removed once nothing else reads it.
+    the clip node (and its bounds) are removed once nothing else reads
+    them.
 
     Args:
         model (onnx.ModelProto): A QDQ model, modified in place.
@@ -112,7 +114,7 @@ def drop_clips_inside_grid(model: onnx.ModelProto) -> int:
         elif clip.op_type == 'Clip' and _is_4bit(node, types):
             split.append(clip)
     _split_clips(graph, split, values)
-    _remove_unread(graph)
+    remove_dead_code(model)
     return rewired
 
 
@@ -157,14 +159,3 @@ def _min_max(graph: onnx.GraphProto, clip: onnx.NodeProto,
         if np.isfinite(low) else helper.make_node('Identity', [x], [out]))
     return nodes
 
-
-def _remove_unread(graph: onnx.GraphProto) -> None:
-    """Drop ``Relu``/``Clip`` nodes whose output nothing reads."""
-    read = {i for n in graph.node for i in n.input}
-    read |= {o.name for o in graph.output}
-    keep = [
-        n for n in graph.node
-        if n.op_type not in ('Relu', 'Clip') or n.output[0] in read
-    ]
-    del graph.node[:]
-    graph.node.extend(keep)

@@ -7,6 +7,7 @@ import onnx
 from onnx import numpy_helper
 from torch import nn
 
+from .dead_code import remove_dead_code
 from .qdq_fake_quantize import QDQFakeQuantize
 
 __all__ = [
@@ -136,8 +137,5 @@ def strip_qdq(model: onnx.ModelProto
     del graph.node[:]
     graph.node.extend(kept)
     del graph.value_info[:]
-    used = {name for n in graph.node for name in n.input}
-    inits = [t for t in graph.initializer if t.name in used]
-    del graph.initializer[:]
-    graph.initializer.extend(inits)
+    remove_dead_code(model)
     return model, pairs

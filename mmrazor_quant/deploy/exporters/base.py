@@ -10,6 +10,7 @@ from torch import fx, nn
 
 from ..atomic import atomic_outputs
 from ..bias_passes import unfuse_low_bit_bias
+from ..dead_code import remove_dead_code
 from ..deploy_model import build_deploy_model
 from ..onnx_export import DEFAULT_OPSET, export_onnx
 from ..qdq_fake_quantize import QDQFakeQuantize
@@ -132,6 +133,8 @@ class BaseExporter:
         }
         files.update(self.side_files(onnx_model, model, stem))
         final = self.final_model(onnx_model)
+        # onnxruntime warns about every unused initializer it loads.
+        remove_dead_code(final)
         paths = [onnx_path] + list(files)
         with atomic_outputs(paths) as tmps:
             onnx.save(final, tmps[0])
