@@ -35,6 +35,8 @@ from mmengine.runner.checkpoint import weights_to_cpu
 
 from mmrazor_quant.registry import register_all_modules
 from mmrazor_quant.utils import register_checkpoint_safe_globals
+from mmrazor_quant.utils.quiet import (quiet_runner_logs,
+                                       quiet_stack_warnings)
 
 REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
 WORK_DIR = 'work_dirs'
@@ -105,6 +107,13 @@ def load_cfg(config: str, work_dir: str, name: str, verbose: bool,
     return cfg
 
 
+def build_quiet(cfg: Config) -> Runner:
+    """``Runner.from_cfg`` without the stack's deprecation log lines."""
+    runner = Runner.from_cfg(cfg)
+    quiet_runner_logs(runner)
+    return runner
+
+
 def float_checkpoint(model: str) -> str:
     stem = osp.splitext(osp.basename(FP32[model]))[0]
     return osp.join(WORK_DIR, 'fp32', stem, 'float.pth')
@@ -133,9 +142,9 @@ def run_fp32(model: str, args: argparse.Namespace) -> float:
     if args.reuse_fp32 and osp.exists(ckpt):
         cfg = load_cfg(config, work_dir, name, args.verbose)
         cfg.load_from = ckpt
-        return Runner.from_cfg(cfg).test()[TOP1]
+        return build_quiet(cfg).test()[TOP1]
     cfg = load_cfg(config, work_dir, name, args.verbose)
-    runner = Runner.from_cfg(cfg)
+    runner = build_quiet(cfg)
     recorder = LastValMetrics()
     runner.register_hook(recorder)
     runner.train()
@@ -149,7 +158,7 @@ def run_quant(config: str, model: str, args: argparse.Namespace) -> float:
     cfg = load_cfg(
         config, osp.join(WORK_DIR, 'demo', name), name, args.verbose,
         **{'model.float_checkpoint': float_checkpoint(model)})
-    runner = Runner.from_cfg(cfg)
+    runner = build_quiet(cfg)
     if cfg.test_cfg.get('type') == 'mmrazor_quant.PTQLoop':
         return runner.test()[TOP1]
     recorder = LastValMetrics()
@@ -180,6 +189,7 @@ def format_table(rows: List[dict]) -> str:
 def main() -> int:
     args = parse_args()
     os.chdir(REPO)
+    quiet_stack_warnings()
     register_all_modules(init_default_scope=False)
     register_checkpoint_safe_globals()
     start = time.time()

@@ -13,6 +13,7 @@ from mmrazor_quant.deploy import (align_bias_to_int32_grid_, check_parity,
                                   export_model)
 from mmrazor_quant.deploy.from_config import (load_quantized_model,
                                               preprocessed_batches)
+from mmrazor_quant.utils.quiet import quiet_stack_warnings
 
 RUNTIME = dict(onnxruntime='onnxruntime', openvino='openvino',
                tensorrt='onnxruntime')
@@ -45,6 +46,7 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
+    quiet_stack_warnings()
     cfg = Config.fromfile(args.config)
     if args.cfg_options:
         cfg.merge_from_dict(args.cfg_options)

@@ -79,14 +79,18 @@ def build_runner(args: argparse.Namespace,
     from mmrazor_quant.registry import register_all_modules
     from .checkpoint import register_checkpoint_safe_globals
     from .config_checks import check_loop_cfgs, load_config
+    from .quiet import quiet_runner_logs, quiet_stack_warnings
 
+    quiet_stack_warnings()
     register_all_modules(init_default_scope=False)
     # torch >= 2.6 loads with weights_only=True; allow mmengine's own types.
     register_checkpoint_safe_globals()
     cfg = merge_args(load_config(args.config), args)
     check_loop_cfgs(cfg)
     setup_cpu_dist(cfg)
-    return Runner.from_cfg(cfg)
+    runner = Runner.from_cfg(cfg)
+    quiet_runner_logs(runner)
+    return runner
 
 
 def run_and_teardown(run: Callable[[], object]) -> None:
