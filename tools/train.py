@@ -39,12 +39,11 @@ def check_resume_checkpoint(runner, path: str) -> None:
     mmengine would load the matching keys, warn about the rest and go on
     training a partly random model (or fail later on the optimizer).
     """
-    from mmengine.runner.checkpoint import CheckpointLoader
-
+    from mmrazor_quant.utils.checkpoint import read_checkpoint
     from mmrazor_quant.utils.state_dict_check import (
         check_state_dict_matches, strip_wrapper_prefix)
     model = getattr(runner.model, 'module', runner.model)
-    checkpoint = CheckpointLoader.load_checkpoint(path, map_location='cpu')
+    checkpoint = read_checkpoint(path, '--resume checkpoint')
     state_dict = strip_wrapper_prefix(checkpoint.get('state_dict', {}))
     # Observers size their statistics on loading: compare keys only.
     check_state_dict_matches(

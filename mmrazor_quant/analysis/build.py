@@ -16,7 +16,7 @@ from mmrazor_quant.engine.runner.calibration import (calibrate,
 from mmrazor_quant.models.fake_quants.utils import (check_calibrated,
                                                     disable_observer,
                                                     enable_fake_quant)
-from mmrazor_quant.utils import register_checkpoint_safe_globals
+from mmrazor_quant.utils import read_checkpoint
 
 __all__ = [
     'load_checkpoint_state', 'is_quantized_state', 'build_quant_model',
@@ -29,8 +29,7 @@ Batch = Tuple[Tensor, Tensor]
 def load_checkpoint_state(path: str) -> dict:
     """The state dict of an mmengine checkpoint, read with
     ``weights_only=True`` (see :mod:`mmrazor_quant.utils.checkpoint`)."""
-    register_checkpoint_safe_globals()
-    checkpoint = torch.load(path, map_location='cpu', weights_only=True)
+    checkpoint = read_checkpoint(path)
     state = checkpoint.get('state_dict', checkpoint) if isinstance(
         checkpoint, dict) else None
     if not isinstance(state, dict):

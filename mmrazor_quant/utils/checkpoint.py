@@ -23,7 +23,10 @@ import numpy as np
 import torch
 from mmengine.logging import HistoryBuffer
 
-__all__ = ['checkpoint_safe_globals', 'register_checkpoint_safe_globals']
+__all__ = [
+    'checkpoint_safe_globals', 'register_checkpoint_safe_globals',
+    'read_checkpoint'
+]
 
 SafeGlobal = Union[Callable, Tuple[Callable, str]]
 
@@ -96,3 +99,52 @@ def register_checkpoint_safe_globals() -> None:
         >>> ckpt = torch.load('work_dirs/x/epoch_1.pth')  # doctest: +SKIP
     """
     torch.serialization.add_safe_globals(checkpoint_safe_globals())
+
+
+def read_checkpoint(path: str, what: str = 'checkpoint') -> Any:
+    """Read a checkpoint with mmengine's loader, explaining a bad file.
+
+    torch reports a damaged file as ``OSError: Invalid argument``,
+    ``IndexError: pop from empty list`` or ``EOFError``, or advises to retry
+    with ``weights_only=False``: wrong advice for a damaged file and unsafe
+    for an untrusted one. This names the file instead.
+
+    Args:
+        path (str): The checkpoint (a local path or an mmengine URI).
+        what (str): How the message names it (e.g. ``'load_from'``).
+            Defaults to ``'checkpoint'``.
+
+    Returns:
+        Any: What the file holds (a dict for mmengine checkpoints).
+
+    Raises:
+        FileNotFoundError: If ``path`` does not exist.
+        ValueError: If the file is corrupt or truncated, or holds Python
+            objects other than weights.
+    """
+    from mmengine.runner.checkpoint import CheckpointLoader
+    register_checkpoint_safe_globals()
+    try:
+        return CheckpointLoader.load_checkpoint(path, map_location='cpu')
+    except FileNotFoundError:
+        raise
+    except UnpicklingError as e:
+        if 'Unsupported global' in str(e):
+            found = next((line.strip() for line in str(e).splitlines()
+                          if 'Unsupported global' in line), '')
+            raise ValueError(
+                f'{what} {path!r} holds Python objects other than weights, '
+                f'which are not loaded ({found}); export its state_dict '
+                'with torch.save from code you trust') from None
+        # torch's text here is the advice to retry unsafely: leave it out.
+        raise _corrupt(path, what, 'UnpicklingError') from None
+    except (RuntimeError, OSError, EOFError, IndexError, KeyError,
+            ValueError) as e:
+        reason = (str(e).splitlines() or [''])[0][:120]
+        raise _corrupt(path, what, f'{type(e).__name__}: {reason}') from None
+
+
+def _corrupt(path: str, what: str, reason: str) -> ValueError:
+    return ValueError(
+        f'{what} {path!r} is corrupt or truncated: torch cannot read it '
+        f'({reason}); write or download it again')

@@ -77,7 +77,7 @@ def build_runner(args: argparse.Namespace,
 
     from mmrazor_quant.engine import setup_cpu_dist
     from mmrazor_quant.registry import register_all_modules
-    from .checkpoint import register_checkpoint_safe_globals
+    from .checkpoint import read_checkpoint, register_checkpoint_safe_globals
     from .config_checks import check_loop_cfgs, load_config
     from .quiet import quiet_runner_logs, quiet_stack_warnings
 
@@ -87,6 +87,10 @@ def build_runner(args: argparse.Namespace,
     register_checkpoint_safe_globals()
     cfg = merge_args(load_config(args.config), args)
     check_loop_cfgs(cfg)
+    if cfg.get('load_from') and osp.isfile(cfg.load_from):
+        # Read once before the Runner exists: a bad file gets our message
+        # and leaves no work dir behind.
+        read_checkpoint(cfg.load_from, 'load_from')
     setup_cpu_dist(cfg)
     runner = Runner.from_cfg(cfg)
     quiet_runner_logs(runner)

@@ -144,3 +144,62 @@ def test_resume_from_another_model(tmp_path, monkeypatch):
         ], monkeypatch)
     # Refused before training: no checkpoint was written.
     assert not list(work_dir.glob('*.pth'))
+
+
+def _truncated(tmp_path, arch=TINY_RESNET):
+    """A float checkpoint cut in half, as an interrupted copy leaves it."""
+    good = _float_checkpoint(arch, tmp_path / 'good.pth')
+    with open(good, 'rb') as f:
+        data = f.read()
+    return _write_bytes(tmp_path / 'cut.pth', data[:len(data) // 2])
+
+
+def _write_bytes(path, data: bytes) -> str:
+    with open(path, 'wb') as f:
+        f.write(data)
+    return str(path)
+
+
+@pytest.mark.parametrize('damage', ['truncated', 'empty', 'random'])
+def test_corrupt_load_from_named_before_the_work_dir(damage, tmp_path,
+                                                     monkeypatch):
+    """torch says ``OSError: Invalid argument``, ``EOFError`` or
+    ``IndexError: pop from empty list``; we name the file."""
+    path = dict(
+        truncated=lambda: _truncated(tmp_path),
+        empty=lambda: _write_bytes(tmp_path / 'cut.pth', b''),
+        random=lambda: _write_bytes(tmp_path / 'cut.pth', bytes(
+            range(256)) * 8))[damage]()
+    work_dir = tmp_path / 'work'
+    with pytest.raises(ValueError) as err:
+        _run_tool('test', [FP32_CONFIG, path, '--work-dir', str(work_dir)],
+                  monkeypatch)
+    message = str(err.value)
+    assert message.startswith(f'load_from {path!r} is corrupt or truncated')
+    assert 'weights_only' not in message
+    assert not work_dir.exists()
+
+
+def test_truncated_float_checkpoint(tmp_path):
+    register_all_modules(init_default_scope=False)
+    path = _truncated(tmp_path)
+    with pytest.raises(ValueError, match=r"^model.float_checkpoint "
+                       r"'.*cut.pth' is corrupt or truncated"):
+        _quant_model(path)
+
+
+class _Payload:
+    """Not a weight: torch's weights-only unpickler refuses it."""
+
+
+def test_checkpoint_with_python_objects_is_refused(tmp_path):
+    from mmrazor_quant.utils import read_checkpoint
+    path = str(tmp_path / 'objects.pth')
+    torch.save({'state_dict': {}, 'extra': _Payload()}, path)
+    with pytest.raises(ValueError) as err:
+        read_checkpoint(path, '--checkpoint')
+    message = str(err.value)
+    assert message.startswith(f'--checkpoint {path!r} holds Python objects '
+                              'other than weights, which are not loaded')
+    assert '_Payload' in message
+    assert 'weights_only=False' not in message

@@ -4,7 +4,6 @@ from typing import Dict, List, Optional, Sequence, Union
 
 import torch
 from mmengine.model import BaseModel, BaseModule, MMDistributedDataParallel
-from mmengine.runner.checkpoint import CheckpointLoader
 from mmengine.structures import BaseDataElement
 from torch import fx, nn
 
@@ -194,9 +193,10 @@ def _load_float_checkpoint(architecture: nn.Module, path: str) -> None:
     mmengine's ``load_checkpoint`` would only warn about missing keys and
     quantize a half-random model; this raises instead.
     """
+    from mmrazor_quant.utils.checkpoint import read_checkpoint
     from mmrazor_quant.utils.state_dict_check import (
         check_state_dict_matches, strip_wrapper_prefix)
-    checkpoint = CheckpointLoader.load_checkpoint(path, map_location='cpu')
+    checkpoint = read_checkpoint(path, 'model.float_checkpoint')
     state_dict = checkpoint.get('state_dict', checkpoint) if isinstance(
         checkpoint, dict) else None
     if not isinstance(state_dict, dict):
