@@ -203,3 +203,48 @@ def test_checkpoint_with_python_objects_is_refused(tmp_path):
                               'other than weights, which are not loaded')
     assert '_Payload' in message
     assert 'weights_only=False' not in message
+
+
+def _calibrated(a_bits: int):
+    """A tiny ResNet with asymmetric unsigned activations of ``a_bits``,
+    calibrated on normal inputs (the input's zero-point is mid-grid)."""
+    from mmrazor_quant.models.fake_quants import disable_observer
+    register_all_modules(init_default_scope=False)
+    torch.manual_seed(0)
+    arch = MODELS.build(TINY_RESNET)
+    w_qscheme = dict(qdtype='qint8', bit=8, is_symmetry=True)
+    model = MODELS.build(dict(
+        type='mmrazor_quant.MMArchitectureQuant', architecture=arch,
+        forward_modes=('tensor', ),
+        quantizer=dict(
+            type='mmrazor_quant.AcademicQuantizer',
+            global_qconfig=dict(
+                w_observer=dict(type='mmrazor_quant.PerChannelMinMaxObserver'),
+                a_observer=dict(type='mmrazor_quant.MinMaxObserver'),
+                w_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
+                a_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
+                w_qscheme=w_qscheme,
+                a_qscheme=dict(qdtype='quint8', bit=a_bits,
+                               is_symmetry=False)))))
+    model.eval()
+    with torch.no_grad():
+        model(torch.randn(8, 3, 28, 28), mode='tensor')
+    disable_observer(model)
+    return model
+
+
+def test_checkpoint_of_another_bit_width_is_refused():
+    """A W8A8 checkpoint's activation zero-points (mid-grid, ~128) do not
+    fit a 4-bit grid [0, 15]: refused, naming the tensor."""
+    state = _calibrated(8).state_dict()
+    four_bit = _calibrated(4)
+    with pytest.raises(ValueError, match=r"zero_point: the checkpoint's "
+                       r'zero-points span \[\d+, \d+\], outside this fake '
+                       r"quant's grid \[0, 15\]: the checkpoint was "
+                       'quantized for another backend or bit-width'):
+        four_bit.load_state_dict(state)
+    # and the same config loads its own checkpoint
+    fresh = _calibrated(8)
+    fresh.load_state_dict(state)
+    assert all(torch.equal(fresh.state_dict()[k], v)
+               for k, v in state.items())

@@ -264,7 +264,26 @@ class BaseFakeQuantize(nn.Module):
                 self._resize_qparam(name, value.numel())
             elif not self.is_per_channel and value.numel() == 1:
                 state_dict[key] = value.reshape(tensor.shape)
+        self._check_zero_point_on_grid(state_dict.get(prefix + 'zero_point'),
+                                       prefix + 'zero_point')
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+    def _check_zero_point_on_grid(self, value, key: str) -> None:
+        """Refuse zero-points off this fake quant's grid: the checkpoint
+        was quantized for another backend or bit-width (e.g. uint8
+        activations loaded into a signed int8 TensorRT model), and loading
+        it would give a silently wrong model."""
+        if not isinstance(value, Tensor) or not value.numel():
+            return
+        low, high = float(value.min()), float(value.max())
+        # learnable zero-points are floats, rounded when used
+        if low < self.quant_min - 0.5 or high > self.quant_max + 0.5:
+            raise ValueError(
+                f'{key}: the checkpoint\'s zero-points span [{low:g}, '
+                f'{high:g}], outside this fake quant\'s grid '
+                f'[{self.quant_min}, {self.quant_max}]: the checkpoint was '
+                'quantized for another backend or bit-width; use the '
+                'config it was made with')
 
     def forward(self, x: Tensor) -> Tensor:
         raise NotImplementedError
