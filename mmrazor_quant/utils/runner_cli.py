@@ -12,7 +12,7 @@ from typing import Callable
 from mmengine.config import Config, DictAction
 
 __all__ = ['runner_arg_parser', 'parse_runner_args', 'apply_runner_args',
-           'build_runner', 'run_and_teardown']
+           'build_runner', 'check_work_dir_writable', 'run_and_teardown']
 
 
 def runner_arg_parser(description: str,
@@ -91,10 +91,29 @@ def build_runner(args: argparse.Namespace,
         # Read once before the Runner exists: a bad file gets our message
         # and leaves no work dir behind.
         read_checkpoint(cfg.load_from, 'load_from')
+    check_work_dir_writable(cfg.work_dir)
     setup_cpu_dist(cfg)
     runner = Runner.from_cfg(cfg)
     quiet_runner_logs(runner)
     return runner
+
+
+def check_work_dir_writable(work_dir: str) -> None:
+    """Refuse a work dir that cannot be created or written, before the
+    Runner starts (it would fail with a bare ``OSError`` part-way).
+
+    Raises:
+        ValueError: Naming ``work_dir`` and the path in the way.
+    """
+    path = osp.abspath(work_dir)
+    while not osp.exists(path):
+        path = osp.dirname(path)
+    if not osp.isdir(path):
+        raise ValueError(f'--work-dir {work_dir!r} is not writable: '
+                         f'{path!r} is a file, not a directory')
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ValueError(f'--work-dir {work_dir!r} is not writable: '
+                         f'no write permission on {path!r}')
 
 
 def run_and_teardown(run: Callable[[], object]) -> None:

@@ -248,3 +248,38 @@ def test_checkpoint_of_another_bit_width_is_refused():
     fresh.load_state_dict(state)
     assert all(torch.equal(fresh.state_dict()[k], v)
                for k, v in state.items())
+
+
+def test_work_dir_under_a_file(tmp_path, monkeypatch):
+    blocker = _write(tmp_path / 'results.txt', 'not a directory\n')
+    work_dir = osp.join(blocker, 'run')
+    with pytest.raises(ValueError) as err:
+        _run_tool('test', [FP32_CONFIG, 'unused.pth', '--work-dir',
+                           work_dir], monkeypatch)
+    assert str(err.value) == (f'--work-dir {work_dir!r} is not writable: '
+                              f'{blocker!r} is a file, not a directory')
+
+
+def test_work_dir_without_write_permission(tmp_path, monkeypatch):
+    from mmrazor_quant.utils.runner_cli import check_work_dir_writable
+    locked = tmp_path / 'locked'
+    locked.mkdir()
+    locked.chmod(0o500)
+    # root writes anywhere: ask os.access what a normal user would get
+    monkeypatch.setattr('os.access', lambda path, mode: path != str(locked))
+    with pytest.raises(ValueError, match=r"^--work-dir '.*locked/run' is "
+                       r"not writable: no write permission on '.*locked'$"):
+        check_work_dir_writable(str(locked / 'run'))
+    check_work_dir_writable(str(tmp_path / 'fresh' / 'run'))  # creatable
+    assert not (tmp_path / 'fresh').exists()  # and not created by the check
+
+
+def test_empty_image_folder(tmp_path):
+    """An ImageNet-layout data folder with no image: mmcls's message names
+    the folder and the extensions it looks for."""
+    from mmcls.datasets import CustomDataset
+    (tmp_path / 'train' / 'class_a').mkdir(parents=True)
+    with pytest.raises(RuntimeError, match=r"Found 0 files in subfolders "
+                       r"of: \{'img_path': '.*train/?'\}. Supported "
+                       r'extensions are: .*\.jpg'):
+        CustomDataset(data_root=str(tmp_path / 'train'), pipeline=[])
