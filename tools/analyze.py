@@ -22,6 +22,7 @@ from mmrazor_quant.analysis.metrics import METRICS
 from mmrazor_quant.analysis.report import DATA_SPLITS, analyze
 from mmrazor_quant.registry import register_all_modules
 from mmrazor_quant.utils import register_checkpoint_safe_globals
+from mmrazor_quant.utils.quiet import quiet_stack_warnings
 
 
 def bit_or_float(value: str):
@@ -73,6 +74,7 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
+    quiet_stack_warnings()
     register_all_modules(init_default_scope=False)
     register_checkpoint_safe_globals()
     cfg = Config.fromfile(args.config)

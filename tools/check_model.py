@@ -16,6 +16,7 @@ from mmengine.config import DictAction
 
 from mmrazor_quant.analysis.model_check import W8A8_SCHEMES, check_model
 from mmrazor_quant.registry import register_all_modules
+from mmrazor_quant.utils.quiet import quiet_stack_warnings
 
 
 def parse_args() -> argparse.Namespace:
@@ -35,6 +36,7 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
+    quiet_stack_warnings()
     others = [k for k in args.cfg_options if not k.startswith('model.')]
     if others:
         sys.exit(f'--cfg-options: only model.* keys are used here, got '

@@ -12,6 +12,7 @@ from mmrazor_quant.deploy.from_config import (build_test_evaluator,
                                               preprocessed_batches)
 from mmrazor_quant.deploy.runtimes import RUNTIMES, load_runtime
 from mmrazor_quant.registry import MODELS, register_all_modules
+from mmrazor_quant.utils.quiet import quiet_stack_warnings
 
 
 def parse_args() -> argparse.Namespace:
@@ -27,6 +28,7 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
+    quiet_stack_warnings()
     cfg = Config.fromfile(args.config)
     if args.cfg_options:
         cfg.merge_from_dict(args.cfg_options)
