@@ -7,6 +7,7 @@ way; each tool only adds its own (``--resume``, a checkpoint).
 import argparse
 import os
 import os.path as osp
+import re
 from typing import Callable
 
 from mmengine.config import Config, DictAction
@@ -93,9 +94,30 @@ def build_runner(args: argparse.Namespace,
         read_checkpoint(cfg.load_from, 'load_from')
     check_work_dir_writable(cfg.work_dir)
     setup_cpu_dist(cfg)
-    runner = Runner.from_cfg(cfg)
+    runner = _from_cfg_or_clean_up(Runner, cfg)
     quiet_runner_logs(runner)
     return runner
+
+
+def _from_cfg_or_clean_up(runner_cls, cfg: Config):
+    """``Runner.from_cfg``; if it fails (e.g. the model config does not
+    validate), remove the timestamped log dir it created, and the work dir
+    if it created that too, so the failure leaves nothing behind."""
+    import shutil
+    work_dir = osp.abspath(cfg.work_dir)
+    existed = osp.isdir(work_dir)
+    before = set(os.listdir(work_dir)) if existed else set()
+    try:
+        return runner_cls.from_cfg(cfg)
+    except Exception:
+        if not existed:
+            shutil.rmtree(work_dir, ignore_errors=True)
+        elif osp.isdir(work_dir):
+            for name in set(os.listdir(work_dir)) - before:
+                if re.fullmatch(r'\d{8}_\d{6}', name):
+                    shutil.rmtree(osp.join(work_dir, name),
+                                  ignore_errors=True)
+        raise
 
 
 def check_work_dir_writable(work_dir: str) -> None:

@@ -283,3 +283,27 @@ def test_empty_image_folder(tmp_path):
                        r"of: \{'img_path': '.*train/?'\}. Supported "
                        r'extensions are: .*\.jpg'):
         CustomDataset(data_root=str(tmp_path / 'train'), pipeline=[])
+
+
+@pytest.mark.parametrize('work_dir_exists', [False, True])
+def test_model_config_failing_in_the_runner_leaves_no_log_dir(
+        work_dir_exists, tmp_path, monkeypatch):
+    """The quantizer validates when the Runner builds the model, after the
+    Runner made ``work_dir/<timestamp>/``: that dir goes again (and the
+    work dir, if the run created it); older runs stay."""
+    work_dir = tmp_path / 'work'
+    if work_dir_exists:
+        (work_dir / '20240101_000000').mkdir(parents=True)
+    with pytest.raises(ValueError, match='TensorRTQuantizer: global_qconfig'
+                       '.w_qscheme must be 8-bit'):
+        _run_tool('ptq', [
+            osp.join(REPO, 'configs', 'quantization', 'ptq',
+                     'ptq_tensorrt_resnet18_mnist.py'),
+            '--work-dir', str(work_dir), '--cfg-options',
+            'model.quantizer.global_qconfig.w_qscheme.bit=4'
+        ], monkeypatch)
+    if work_dir_exists:
+        assert sorted(p.name for p in work_dir.iterdir()) == [
+            '20240101_000000']
+    else:
+        assert not work_dir.exists()
