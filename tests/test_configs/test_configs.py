@@ -23,11 +23,13 @@ from mmrazor_quant.utils.config_checks import check_loop_cfgs
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 CONFIG_DIR = osp.join(REPO, 'configs')
-# Every config file; `_base_` directories hold fragments, not configs.
+# Every config file; `_base_` and `deploy_cfgs` directories hold fragments,
+# not configs.
 CONFIGS = sorted(
     osp.relpath(path, CONFIG_DIR)
     for path in glob.glob(osp.join(CONFIG_DIR, '**', '*.py'), recursive=True)
-    if '_base_' not in osp.relpath(path, CONFIG_DIR).split(osp.sep))
+    if not {'_base_', 'deploy_cfgs'} & set(
+        osp.relpath(path, CONFIG_DIR).split(osp.sep)))
 
 QUANT_TYPE = 'mmrazor_quant.MMArchitectureQuant'
 SKIPPED_METHODS = [
@@ -162,6 +164,11 @@ def test_mmrazor_schema(name):
         assert model.float_checkpoint == \
             f'work_dirs/fp32/{arch}_mnist/float.pth'
 
+    if '/ptq/' in name and 'in1k' in name:
+        # MMRazor's: the mmdeploy description of the quantizer's backend.
+        assert model.deploy_cfg == cfg.deploy_cfg
+        assert backend.lower() == \
+            f'{model.deploy_cfg.backend_config.type}quantizer'
     if '/ptq/' in name:
         loop = cfg.test_cfg
         assert loop.type == 'mmrazor_quant.PTQLoop'
