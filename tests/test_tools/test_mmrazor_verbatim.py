@@ -297,12 +297,15 @@ def test_ptq_config_runs_and_exports_as_its_deploy_cfg(
     assert 'accuracy/top1' in capsys.readouterr().out
 
     export_dir = tmp_path / 'export'
+    # ResNet-18 at the deploy_cfg's 224x224; the larger models at a
+    # smaller --shape (the flag overrides the deploy_cfg), for time.
+    size = 224 if model == 'resnet18' else 64
+    shape = [] if size == 224 else ['--shape', str(size), str(size)]
     with pytest.warns(UserWarning, match='opset_version=11 has no '
                       'per-channel QuantizeLinear; exporting at opset 13'):
         run_tool('export', [config, checkpoint, '--work-dir',
-                            str(export_dir), '--num-samples', '4',
-                            '--cfg-options'] + options,
-                 monkeypatch)
+                            str(export_dir), '--num-samples', '4'] + shape +
+                 ['--cfg-options'] + options, monkeypatch)
     out = capsys.readouterr().out
     onnx_path = export_dir / 'end2end.onnx'  # deploy_cfg's save_file
     assert sorted(os.listdir(export_dir)) == [
@@ -312,11 +315,11 @@ def test_ptq_config_runs_and_exports_as_its_deploy_cfg(
         'input': ['batch', 3, 'height', 'width'], 'output': ['batch', 1000]}
     # Exported and compared at the deploy_cfg's 224x224 (TensorRT's
     # input_shape, OpenVINO's opt_shapes), in the backend's runtime.
-    assert 'export and parity at 224x224' in out
+    assert f'export and parity at {size}x{size}' in out
     runtime = 'openvino' if backend == 'openvino' else 'onnxruntime'
     assert f'parity with the simulation ({runtime}, 4 samples)' in out
-    sqnr = float(re.search(r'output SQNR\s*:\s*([\d.]+) dB', out).group(1))
-    assert sqnr > 25, out
+    sqnr = re.search(r'output SQNR\s*:\s*(\S+) dB', out)
+    assert sqnr and float(sqnr.group(1)) > 25, out
 
 
 @pytest.mark.parametrize('lsq', [False, True], ids=['qat', 'lsq'])
