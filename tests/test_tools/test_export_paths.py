@@ -111,3 +111,17 @@ def test_failed_export_leaves_no_file(tmp_path):
         export_model(model, torch.rand(2, 3, 32, 32), str(out), 'openvino')
     assert not out.exists()
     assert not out.parent.exists() or os.listdir(out.parent) == []
+
+
+def test_ptq_export_without_deploy_cfg_fails_before_the_run():
+    from mmengine.config import Config
+
+    from mmrazor_quant.deploy.config_export import check_exportable
+    cfg = Config(dict(model=dict(type='mmrazor_quant.MMArchitectureQuant')))
+    with pytest.raises(ValueError, match=r'--export: the config has no '
+                       r'model.deploy_cfg; name the backend'):
+        check_exportable(cfg)
+    check_exportable(cfg, 'openvino')
+    cfg.model.deploy_cfg = dict(backend_config=dict(type='tensorrtt'))
+    with pytest.raises(ValueError, match=r"backend_config.type='tensorrtt'"):
+        check_exportable(cfg)

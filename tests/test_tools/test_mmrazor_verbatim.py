@@ -287,10 +287,16 @@ def test_ptq_config_runs_and_exports_as_its_deploy_cfg(
                  f'ptq_{backend}_{model}_8xb32_in1k_calib32xb32.py')
     work_dir = tmp_path / 'work'
     options = small_run_options(imagenet_dir, ptq=True)
-    run_tool('ptq', [config, '--work-dir', str(work_dir),
-                     '--cfg-options'] + options, monkeypatch)
+    # tools/ptq.py --export: the deploy_cfg's ONNX right after calibration.
+    export = ['--export'] if (model, backend) == ('resnet18',
+                                                  'openvino') else []
+    run_tool('ptq', [config, '--work-dir', str(work_dir)] + export +
+             ['--num-samples', '4', '--cfg-options'] + options, monkeypatch)
     checkpoint = str(work_dir / 'model_ptq.pth')
     assert check_scales(checkpoint) > 20
+    if export:
+        assert graph_dims(str(work_dir / 'end2end.onnx'))['input'] == [
+            'batch', 3, 'height', 'width']
     run_tool('test', [config, checkpoint, '--work-dir', str(work_dir),
                       '--cfg-options', 'test_cfg.only_val=True'] + options,
              monkeypatch)
