@@ -297,10 +297,12 @@ def test_ptq_config_runs_and_exports_as_its_deploy_cfg(
     if export:
         assert graph_dims(str(work_dir / 'end2end.onnx'))['input'] == [
             'batch', 3, 'height', 'width']
-    run_tool('test', [config, checkpoint, '--work-dir', str(work_dir),
-                      '--cfg-options', 'test_cfg.only_val=True'] + options,
-             monkeypatch)
-    assert 'accuracy/top1' in capsys.readouterr().out
+    if model == 'resnet18':  # tools/test.py on the saved checkpoint
+        capsys.readouterr()
+        run_tool('test', [config, checkpoint, '--work-dir', str(work_dir),
+                          '--cfg-options', 'test_cfg.only_val=True'] +
+                 options, monkeypatch)
+        assert re.search(r'accuracy/top1: [\d.]+', capsys.readouterr().out)
 
     export_dir = tmp_path / 'export'
     # ResNet-18 at the deploy_cfg's 224x224; the larger models at a
