@@ -169,20 +169,6 @@ class DeployConfig:
             return tuple(shapes.opt[2:])
         return None
 
-    def dynamic_axes_for(self, output_names: Sequence[str]
-                         ) -> Dict[str, Dict[int, str]]:
-        """:attr:`dynamic_axes` keyed by the graph's tensor names, an output
-        group's axes given to each of its ``name_<i>`` members."""
-        axes = {}
-        for name, dims in self.dynamic_axes.items():
-            if name in self.input_names or name in output_names:
-                axes[name] = dict(dims)
-            for out in output_names:
-                group, _, index = out.rpartition('_')
-                if group == name and index.isdigit() and out not in axes:
-                    axes[out] = dict(dims)
-        return axes
-
 
 def _mapping(value, key: str) -> Mapping:
     if not isinstance(value, Mapping):

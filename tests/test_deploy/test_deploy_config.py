@@ -71,16 +71,27 @@ def test_mmrazor_opset_11_is_raised_to_13_with_a_warning():
         assert deploy.export_opset() == 13
 
 
-def test_output_groups_get_the_group_axes():
-    cfg = DeployConfig.from_dict(dict(
-        backend_config=dict(type='openvino'),
-        onnx_config=dict(output_names=['cls_scores', 'bbox_preds'],
-                         dynamic_axes=dict(input={0: 'batch'},
-                                           cls_scores={0: 'batch'}))))
-    outputs = ['cls_scores_0', 'cls_scores_1', 'bbox_preds_0']
-    assert cfg.dynamic_axes_for(outputs) == {
-        'input': {0: 'batch'}, 'cls_scores_0': {0: 'batch'},
-        'cls_scores_1': {0: 'batch'}}
+def test_output_groups_are_named_and_share_their_axes():
+    from mmrazor_quant.deploy.onnx_export import _expand_axes, _name_outputs
+
+    # A detector: (cls_scores, bbox_preds), 3 levels each.
+    names, members = _name_outputs([3, 3], ['cls_scores', 'bbox_preds'])
+    assert names == ['cls_scores_0', 'cls_scores_1', 'cls_scores_2',
+                     'bbox_preds_0', 'bbox_preds_1', 'bbox_preds_2']
+    assert _expand_axes({'input': {0: 'batch'}, 'bbox_preds': {0: 'batch'}},
+                        ['input'], members) == {
+        'input': {0: 'batch'}, 'bbox_preds_0': {0: 'batch'},
+        'bbox_preds_1': {0: 'batch'}, 'bbox_preds_2': {0: 'batch'}}
+    # One name per tensor, or a classifier's single output.
+    assert _name_outputs([1, 1], ['a', 'b'])[0] == ['a', 'b']
+    assert _name_outputs([1], ['logits'])[0] == ['logits']
+    with pytest.raises(ValueError, match=r"output_names \['dets', 'labels', "
+                       r"'x'\] fit neither the model's 6 output tensors nor "
+                       r'its 2 output groups'):
+        _name_outputs([3, 3], ['dets', 'labels', 'x'])
+    with pytest.raises(ValueError, match=r"dynamic_axes names 'dets', which "
+                       r'is neither an input'):
+        _expand_axes({'dets': {0: 'batch'}}, ['input'], members)
 
 
 BAD = [
