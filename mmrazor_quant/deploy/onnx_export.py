@@ -8,9 +8,10 @@ from typing import Dict, List, Optional
 import onnx
 import torch
 from onnx import TensorProto, helper, numpy_helper
-from torch import nn
+from torch import fx, nn
 
 from .qdq_fake_quantize import QDQFakeQuantize
+from .traceable_sizes import make_size_arithmetic_traceable
 
 __all__ = [
     'export_onnx', 'prepare_qdq_export', 'fix_zero_point_types',
@@ -173,6 +174,8 @@ def export_onnx(model: nn.Module,
         ValueError: If a fake quant cannot be exported at ``opset``.
     """
     prepare_qdq_export(model, opset, clip_narrow_range)
+    if isinstance(model, fx.GraphModule):
+        make_size_arithmetic_traceable(model)
     model = model.eval()
     if dynamic_batch and example_input.shape[0] < 2:
         # torch.export specialises a dimension of size 1.
