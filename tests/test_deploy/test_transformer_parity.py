@@ -12,21 +12,11 @@ import torch.nn.functional as F
 from mmengine.model import BaseModel
 from torch import nn
 
-from mmrazor_quant.analysis.model_check import build_architecture
+from mmrazor_quant.analysis.model_check import (build_architecture,
+                                                calibrate_and_freeze,
+                                                quantize_w8a8)
 from mmrazor_quant.deploy import check_parity, export_model
-from mmrazor_quant.models.fake_quants import disable_observer
-from mmrazor_quant.registry import MODELS
 from ..test_models.test_quantizers.toy_models import AttentionBlockNet
-from .conftest import W8
-
-SCHEMES = {
-    'openvino': ('OpenVINOQuantizer',
-                 dict(qdtype='quint8', bit=8, is_symmetry=True)),
-    'tensorrt': ('TensorRTQuantizer',
-                 dict(qdtype='qint8', bit=8, is_symmetry=True,
-                      is_symmetric_range=True)),
-}
-
 
 class WindowViT(BaseModel):
     """Patch embedding, a shifted window partition and its reverse, the
@@ -51,35 +41,6 @@ class WindowViT(BaseModel):
         return logits
 
 
-def _quantize(architecture, backend, input_shape, **quantizer_kwargs):
-    quantizer, a_qscheme = SCHEMES[backend]
-    return MODELS.build(
-        dict(type='mmrazor_quant.MMArchitectureQuant',
-             architecture=architecture,
-             forward_modes=('tensor', ),
-             input_shape=input_shape,
-             quantizer=dict(
-                 type=f'mmrazor_quant.{quantizer}',
-                 global_qconfig=dict(
-                     w_observer=dict(
-                         type='mmrazor_quant.PerChannelMinMaxObserver'),
-                     a_observer=dict(type='mmrazor_quant.MinMaxObserver'),
-                     w_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
-                     a_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
-                     w_qscheme=W8,
-                     a_qscheme=a_qscheme),
-                 **quantizer_kwargs)))
-
-
-def _calibrated(qmodel, batches):
-    qmodel.eval()
-    with torch.no_grad():
-        for batch in batches:
-            qmodel(batch, mode='tensor')
-    disable_observer(qmodel)
-    return qmodel
-
-
 @pytest.mark.parametrize('backend,kwargs,runtimes', [
     ('openvino', {}, ('onnxruntime', 'openvino')),
     ('openvino', dict(model_type='transformer'), ('onnxruntime', 'openvino')),
@@ -88,9 +49,10 @@ def _calibrated(qmodel, batches):
 ])
 def test_window_vit_parity(backend, kwargs, runtimes, tmp_path):
     torch.manual_seed(0)
-    qmodel = _quantize(WindowViT(), backend, (3, 16, 16), **kwargs)
+    qmodel = quantize_w8a8(WindowViT(), backend, (3, 16, 16), ('tensor', ),
+                           **kwargs)
     images = torch.randn(96, 3, 16, 16)
-    _calibrated(qmodel, images[:64].split(32))
+    calibrate_and_freeze(qmodel, images[:64].split(32))
     # exported at batch 2, run at batch 8: the int() batch of the window
     # reverse must stay symbolic in the ONNX graph
     result = export_model(qmodel, images[:2], str(tmp_path / 'vit.onnx'),
@@ -117,8 +79,9 @@ def test_deit_tiny_parity(kwargs, runtimes, min_sqnr, tmp_path):
     deit = build_architecture('mmcls::deit/deit-tiny_pt-4xb256_in1k.py',
                               dict(backbone=dict(img_size=32)))
     images = torch.randn(48, 3, 32, 32)
-    qmodel = _calibrated(_quantize(deit, 'openvino', (3, 32, 32), **kwargs),
-                         [images[:32]])
+    qmodel = calibrate_and_freeze(
+        quantize_w8a8(deit, 'openvino', (3, 32, 32), ('tensor', ), **kwargs),
+        [images[:32]])
     result = export_model(qmodel, images[:2], str(tmp_path / 'deit.onnx'),
                           'openvino')
     for runtime in runtimes:
