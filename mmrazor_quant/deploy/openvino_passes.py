@@ -41,10 +41,31 @@ _TYPE_MIN = {
 }
 
 
-def _fused_producer(name: str, producers: Dict[str, onnx.NodeProto]) -> bool:
+def _bias_add_input(node: onnx.NodeProto, values: Dict[str, np.ndarray]):
+    """The non-constant input of a bias ``Add`` (a constant on one side),
+    or None. A linear layer on a 3-D input exports as ``MatMul`` + ``Add``
+    (transformer tokens), and the plugin fuses the bias too."""
+    if node.op_type != 'Add' or len(node.input) != 2:
+        return None
+    a, b = node.input
+    if b in values and a not in values:
+        return a
+    if a in values and b not in values:
+        return b
+    return None
+
+
+def _fused_producer(name: str, producers: Dict[str, onnx.NodeProto],
+                    values: Dict[str, np.ndarray]) -> bool:
     node = producers.get(name)
-    while node is not None and node.op_type in _PASS_THROUGH:
-        node = producers.get(node.input[0])
+    while node is not None:
+        if node.op_type in _PASS_THROUGH:
+            node = producers.get(node.input[0])
+            continue
+        data = _bias_add_input(node, values)
+        if data is None:
+            break
+        node = producers.get(data)
     return node is not None and node.op_type in FUSING_PRODUCERS
 
 
@@ -81,7 +102,7 @@ def _guarded_inputs(graph: onnx.GraphProto
                     or values.get(dq.input[1]) is None \
                     or values[dq.input[1]].size != 1:
                 continue
-            if _fused_producer(quantize.input[0], producers):
+            if _fused_producer(quantize.input[0], producers, values):
                 found.append(
                     (position, index, _dq_lower_bound(dq, quantize, values)))
     return found

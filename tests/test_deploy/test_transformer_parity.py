@@ -68,11 +68,11 @@ def test_window_vit_parity(backend, kwargs, runtimes, tmp_path):
 
 @pytest.mark.parametrize('kwargs,runtimes,min_sqnr', [
     # NNCF's transformer placement: both runtimes follow the simulation
-    (dict(model_type='transformer'), ('onnxruntime', 'openvino'), 34),
+    (dict(model_type='transformer'), ('onnxruntime', 'openvino'), 32),
     # the CNN placement (residual adds and attn @ V in int8): onnxruntime
-    # follows it; OpenVINO does not (19 dB at 25 dB nudge baseline, see
+    # follows it; OpenVINO does not (19.5 dB at 24.9 dB nudge baseline, see
     # docs/model_zoo.md), so it is not asserted here
-    ({}, ('onnxruntime', ), 28),
+    ({}, ('onnxruntime', ), 25),
 ])
 def test_deit_tiny_parity(kwargs, runtimes, min_sqnr, tmp_path):
     torch.manual_seed(0)
