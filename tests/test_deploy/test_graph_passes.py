@@ -72,6 +72,43 @@ def test_openvino_guard_only_on_conv_outputs():
         _run(model, x, level), _run(_residual_model(), x, level))
 
 
+def _token_residual_model():
+    """x -> Q/DQ -> MatMul -> + bias -> Q/DQ -> Add(x_dq): a linear layer on
+    transformer tokens, as the TorchScript exporter writes it."""
+    rng = np.random.default_rng(0)
+    inits = [_const('s', 0.05), _const('z', 0, np.uint8),
+             _const('w', rng.integers(-7, 8, (4, 4)) * 0.1),
+             _const('b', rng.normal(size=4) * 0.37)]
+    nodes = [
+        helper.make_node('QuantizeLinear', ['x', 's', 'z'], ['xq']),
+        helper.make_node('DequantizeLinear', ['xq', 's', 'z'], ['xd']),
+        helper.make_node('MatMul', ['xd', 'w'], ['m']),
+        helper.make_node('Add', ['b', 'm'], ['c']),
+        helper.make_node('QuantizeLinear', ['c', 's', 'z'], ['cq']),
+        helper.make_node('DequantizeLinear', ['cq', 's', 'z'], ['cd']),
+        helper.make_node('Add', ['xd', 'cd'], ['y']),
+    ]
+    info = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 6, 4])
+            for n in 'xy']
+    graph = helper.make_graph(nodes, 'g', info[:1], info[1:], inits)
+    return helper.make_model(graph, ir_version=10,
+                             opset_imports=[helper.make_opsetid('', 17)])
+
+
+def test_openvino_guard_sees_through_a_bias_add():
+    model = _token_residual_model()
+    # the bias Add is not a residual: only the residual Add gets a guard
+    assert guard_fused_sum_inputs(model) == 1
+    guard = next(n for n in model.graph.node if n.op_type == 'Max')
+    residual = model.graph.node[-1]
+    assert guard.input[0] == 'cd' and residual.input == ['xd',
+                                                         guard.output[0]]
+    x = np.random.default_rng(1).normal(size=(1, 6, 4)).astype('f4')
+    level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    np.testing.assert_array_equal(
+        _run(model, x, level), _run(_token_residual_model(), x, level))
+
+
 def test_low_bit_bias_moved_out_of_conv():
     model = _residual_model(TensorProto.UINT4)
     reference = _residual_model(TensorProto.UINT4)

@@ -159,3 +159,29 @@ def test_openvino_model_type_is_checked():
     with pytest.raises(ValueError, match="model_type must be one of "
                        r"\('cnn', 'transformer'\), got 'vit'"):
         OpenVINOQuantizer(global_qconfig=qconfig(U8_SYM), model_type='vit')
+
+
+def test_mmcv_linear_wrapper_is_quantized_like_linear():
+    # mmcv's FFN builds its layers with mmcv's Linear wrapper; traced
+    # through, it would be a float F.linear call
+    wrappers = pytest.importorskip('mmcv.cnn.bricks.wrappers')
+    model = AttentionBlockNet()
+    for name in ('fc1', 'fc2'):
+        old = getattr(model, name)
+        new = wrappers.Linear(old.in_features, old.out_features)
+        new.load_state_dict(old.state_dict())
+        setattr(model, name, new)
+    x = torch.randn(2, 6, 16)
+    with torch.no_grad():
+        want = model(x)
+    cls, a_qscheme, kwargs, expected = EXPECTED['openvino_transformer']
+    gm = cls(global_qconfig=qconfig(a_qscheme), **kwargs).prepare(
+        model, ('tensor', ))['tensor']
+    assert fake_quant_consumers(gm.graph) == expected
+    assert not any(n.target is torch.nn.functional.linear
+                   for n in gm.graph.nodes)
+    for name in ('fc1', 'fc2'):
+        assert hasattr(model.get_submodule(name), 'weight_fake_quant')
+    # the same function up to 8-bit weight rounding
+    with torch.no_grad():
+        torch.testing.assert_close(gm(x, None), want, rtol=0, atol=0.02)
