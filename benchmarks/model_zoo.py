@@ -70,7 +70,7 @@ def main() -> None:
         'random-weight nets give low SQNRs, layer by layer: docs/deploy.md '
         '(Transformers and the model zoo). Transformers use the default '
         '(CNN) OpenVINO placement here; see docs/backends.md for '
-        "``model_type='transformer'``.\n\n'
+        "`model_type='transformer'`.\n\n"
         f'{HEADER}\n' + '\n'.join(rows) + '\n\n'
         f'Machine: {platform.processor() or platform.machine()}, '
         f'{time.time() - start:.0f} s in all. Command: '
