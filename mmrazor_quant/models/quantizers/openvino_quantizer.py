@@ -1,6 +1,4 @@
 """Quantizer for OpenVINO's CPU plugin (the NNCF placement)."""
-from typing import Optional
-
 from mmrazor_quant.registry import MODELS
 from mmrazor_quant.structures.quantization import QSchema
 from .base import BaseQuantizer
@@ -67,8 +65,7 @@ class OpenVINOQuantizer(BaseQuantizer):
             OpKind.MATMUL: InputSelector.ALL,
         })
 
-    def __init__(self, *args, model_type: str = 'cnn',
-                 **kwargs: Optional[dict]) -> None:
+    def __init__(self, *args, model_type: str = 'cnn', **kwargs) -> None:
         if model_type not in _MODEL_TYPES:
             raise ValueError(f'OpenVINOQuantizer.model_type must be one of '
                              f'{_MODEL_TYPES}, got {model_type!r}')
