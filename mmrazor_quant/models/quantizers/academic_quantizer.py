@@ -16,7 +16,8 @@ class AcademicQuantizer(BaseQuantizer):
     """The setting of the PTQ/QAT papers (LSQ, AdaRound, BRECQ, QDrop).
 
     Fake quants sit on the **inputs of conv, linear and matmul** (both
-    attention matmuls) only and on their weights; any scheme and bit width (2..16) is allowed.
+    attention matmuls) only and on their weights; any scheme and bit width
+    (2..16) is allowed.
     Per-layer qconfigs come from ``qconfig_mapping`` as for every quantizer
     (see :class:`BaseQuantizer`); ``first_last_bit`` keeps the first and
     last conv/linear (weights and input) at that bit width, as the papers

@@ -43,8 +43,9 @@ class ResidualCatPoolNet(nn.Module):
 class AttentionBlockNet(nn.Module):
     """A pre-norm transformer block on tokens ``(B, N, C)`` and a linear
     head on the mean token: LayerNorm, qkv linear, reshape/permute,
-    ``Q @ K^T``, a bias added to the scores, softmax, ``attn @ V``, output projection, residual add, and
-    an MLP with GELU and a second residual add.
+    ``Q @ K^T``, a bias added to the scores, softmax, ``attn @ V``, output
+    projection, residual add, and an MLP with GELU and a second residual
+    add.
 
     ``forward(inputs, data_samples=None, mode)`` like an mmengine model.
     """
