@@ -88,6 +88,8 @@ def _classify_module(module: nn.Module) -> str:
         return OpKind.CONV
     if is_weighted_linear(module):
         return OpKind.LINEAR
+    if isinstance(module, nn.SiLU):
+        return OpKind.SWISH
     if isinstance(module, _ACTIVATION_MODULES):
         return OpKind.ACTIVATION
     if isinstance(module, _AVGPOOL_MODULES):
@@ -124,6 +126,8 @@ def _classify_function(node: fx.Node) -> str:
         return OpKind.ADD if _two_tensors(node) else OpKind.OTHER
     if target in _MUL_FUNCTIONS:
         return _mul_kind(node)
+    if target is F.silu:
+        return OpKind.SWISH
     if target in _MATMUL_FUNCTIONS:
         return OpKind.MATMUL
     if target in _CAT_FUNCTIONS:
