@@ -30,7 +30,7 @@ class TorchNativeQuantizer(BaseQuantizer):
     rules = QuantRules(
         quantized_outputs=frozenset({
             OpKind.CONV, OpKind.LINEAR, OpKind.ADD, OpKind.MUL, OpKind.CAT,
-            OpKind.MATMUL
+            OpKind.MATMUL, OpKind.SWISH
         }),
         fold_activations=True,
         share_input_qparams=frozenset({OpKind.AVGPOOL}),

@@ -21,6 +21,10 @@ class OpKind:
     AVGPOOL = 'avgpool'
     MAXPOOL = 'maxpool'
     ACTIVATION = 'activation'
+    #: ``x * sigmoid(x)`` (Swish / SiLU written out, as in mmcv's ``Swish``):
+    #: an activation the backends fuse into the producing conv, not an
+    #: eltwise product of two tensors; it does not keep a grid.
+    SWISH = 'swish'
     SHAPE = 'shape'
     OTHER = 'other'
 
@@ -84,6 +88,8 @@ def _classify_module(module: nn.Module) -> str:
         return OpKind.CONV
     if is_weighted_linear(module):
         return OpKind.LINEAR
+    if isinstance(module, nn.SiLU):
+        return OpKind.SWISH
     if isinstance(module, _ACTIVATION_MODULES):
         return OpKind.ACTIVATION
     if isinstance(module, _AVGPOOL_MODULES):
@@ -95,12 +101,33 @@ def _classify_module(module: nn.Module) -> str:
     return OpKind.OTHER
 
 
+_SIGMOID_FUNCTIONS = {torch.sigmoid, F.sigmoid}
+
+
+def _is_sigmoid_of(node: fx.Node, x: fx.Node) -> bool:
+    return node.args[:1] == (x, ) and (
+        (node.op == 'call_function' and node.target in _SIGMOID_FUNCTIONS)
+        or (node.op == 'call_method' and node.target == 'sigmoid'))
+
+
+def _mul_kind(node: fx.Node) -> str:
+    """``mul`` of two tensors, or Swish when one is the other's sigmoid."""
+    if not _two_tensors(node):
+        return OpKind.OTHER
+    a, b = node.args[:2]
+    if _is_sigmoid_of(b, a) or _is_sigmoid_of(a, b):
+        return OpKind.SWISH
+    return OpKind.MUL
+
+
 def _classify_function(node: fx.Node) -> str:
     target = node.target
     if target in _ADD_FUNCTIONS:
         return OpKind.ADD if _two_tensors(node) else OpKind.OTHER
     if target in _MUL_FUNCTIONS:
-        return OpKind.MUL if _two_tensors(node) else OpKind.OTHER
+        return _mul_kind(node)
+    if target is F.silu:
+        return OpKind.SWISH
     if target in _MATMUL_FUNCTIONS:
         return OpKind.MATMUL
     if target in _CAT_FUNCTIONS:
@@ -123,7 +150,7 @@ def _classify_method(node: fx.Node) -> str:
     if name in ('add', 'add_'):
         return OpKind.ADD if _two_tensors(node) else OpKind.OTHER
     if name in ('mul', 'mul_'):
-        return OpKind.MUL if _two_tensors(node) else OpKind.OTHER
+        return _mul_kind(node)
     if name in ('matmul', 'bmm'):
         return OpKind.MATMUL
     if name in _ACTIVATION_METHODS:
