@@ -33,7 +33,7 @@ class TorchNativeQuantizer(BaseQuantizer):
         quantized_outputs=frozenset({
             OpKind.CONV, OpKind.LINEAR, OpKind.ADD, OpKind.MUL, OpKind.CAT,
             OpKind.MATMUL, OpKind.ATTN_MATMUL, OpKind.NORM, OpKind.GELU,
-            OpKind.SOFTMAX
+            OpKind.SOFTMAX, OpKind.SWISH
         }),
         fold_activations=True,
         share_input_qparams=frozenset({OpKind.AVGPOOL}),

@@ -33,6 +33,10 @@ class OpKind:
     SOFTMAX = 'softmax'
     #: LayerNorm / GroupNorm (BatchNorm is folded into the conv before)
     NORM = 'norm'
+    #: ``x * sigmoid(x)`` (Swish / SiLU written out, as in mmcv's ``Swish``):
+    #: an activation the backends fuse into the producing conv, not an
+    #: eltwise product of two tensors; it does not keep a grid.
+    SWISH = 'swish'
     SHAPE = 'shape'
     OTHER = 'other'
 
@@ -61,6 +65,9 @@ _SOFTMAX_MODULES = (nn.Softmax, )
 _SOFTMAX_FUNCTIONS = {F.softmax, torch.softmax}
 _NORM_MODULES = (nn.LayerNorm, nn.GroupNorm)
 _NORM_FUNCTIONS = {F.layer_norm, F.group_norm}
+_SWISH_MODULES = (nn.SiLU, )
+_SWISH_FUNCTIONS = {F.silu}
+_SIGMOID_FUNCTIONS = {torch.sigmoid, F.sigmoid}
 
 # Ops that only move, select or reshape values: a quantized input stays
 # quantized (on the same grid), so no backend requantizes around them.
@@ -107,6 +114,7 @@ def _two_tensors(node: fx.Node) -> bool:
 
 # Module classes and functions of each op kind, checked in this order.
 _MODULE_KINDS = (
+    (_SWISH_MODULES, OpKind.SWISH),
     (_ACTIVATION_MODULES, OpKind.ACTIVATION),
     (_AVGPOOL_MODULES, OpKind.AVGPOOL),
     (_MAXPOOL_MODULES, OpKind.MAXPOOL),
@@ -116,6 +124,7 @@ _MODULE_KINDS = (
     (_NORM_MODULES, OpKind.NORM),
 )
 _FUNCTION_KINDS = (
+    (_SWISH_FUNCTIONS, OpKind.SWISH),
     (_MATMUL_FUNCTIONS, OpKind.MATMUL),
     (_CAT_FUNCTIONS, OpKind.CAT),
     (_ACTIVATION_FUNCTIONS, OpKind.ACTIVATION),
@@ -126,6 +135,22 @@ _FUNCTION_KINDS = (
     (_SOFTMAX_FUNCTIONS, OpKind.SOFTMAX),
     (_NORM_FUNCTIONS, OpKind.NORM),
 )
+
+
+def _is_sigmoid_of(node: fx.Node, x: fx.Node) -> bool:
+    return node.args[:1] == (x, ) and (
+        (node.op == 'call_function' and node.target in _SIGMOID_FUNCTIONS)
+        or (node.op == 'call_method' and node.target == 'sigmoid'))
+
+
+def _mul_kind(node: fx.Node) -> str:
+    """``mul`` of two tensors, or Swish when one is the other's sigmoid."""
+    if not _two_tensors(node):
+        return OpKind.OTHER
+    a, b = node.args[:2]
+    if _is_sigmoid_of(b, a) or _is_sigmoid_of(a, b):
+        return OpKind.SWISH
+    return OpKind.MUL
 
 
 def _classify_module(module: nn.Module) -> str:
@@ -144,7 +169,7 @@ def _classify_function(node: fx.Node) -> str:
     if target in _ADD_FUNCTIONS:
         return OpKind.ADD if _two_tensors(node) else OpKind.OTHER
     if target in _MUL_FUNCTIONS:
-        return OpKind.MUL if _two_tensors(node) else OpKind.OTHER
+        return _mul_kind(node)
     for functions, kind in _FUNCTION_KINDS:
         if target in functions:
             return kind
@@ -156,7 +181,7 @@ def _classify_method(node: fx.Node) -> str:
     if name in ('add', 'add_'):
         return OpKind.ADD if _two_tensors(node) else OpKind.OTHER
     if name in ('mul', 'mul_'):
-        return OpKind.MUL if _two_tensors(node) else OpKind.OTHER
+        return _mul_kind(node)
     if name in ('matmul', 'bmm'):
         return OpKind.MATMUL
     if name in _ACTIVATION_METHODS:
