@@ -8,9 +8,10 @@ from typing import Dict, List, Optional
 import onnx
 import torch
 from onnx import TensorProto, helper, numpy_helper
-from torch import nn
+from torch import fx, nn
 
 from .qdq_fake_quantize import QDQFakeQuantize
+from .traceable_sizes import make_size_arithmetic_traceable
 
 __all__ = [
     'export_onnx', 'prepare_qdq_export', 'fix_zero_point_types',
@@ -303,6 +304,8 @@ def export_onnx(model: nn.Module,
     names = TensorNames(model, example_input, input_names, output_names,
                         dynamic_axes, dynamic_batch)
     prepare_qdq_export(model, opset, clip_narrow_range)
+    if isinstance(model, fx.GraphModule):
+        make_size_arithmetic_traceable(model)
     batch_dynamic = 0 in (names.dynamic_axes or {}).get(
         names.inputs[0], {0: 'batch'} if dynamic_batch else {})
     if batch_dynamic and example_input.shape[0] < 2:
