@@ -66,7 +66,11 @@ def main() -> None:
         'images. With random weights many nets amplify one rounding flip, '
         'so compare the SQNR with the nudge baseline (the simulation '
         'against itself with inputs nudged by 1e-5); the zoo test asks for '
-        'SQNR >= min(30, baseline - 6 dB). See docs/capture.md.\n\n'
+        'SQNR >= min(30, baseline - 6 dB). See docs/capture.md; why '
+        'random-weight nets give low SQNRs, layer by layer: docs/deploy.md '
+        '(Transformers and the model zoo). Transformers use the default '
+        '(CNN) OpenVINO placement here; see docs/backends.md for '
+        "`model_type='transformer'`.\n\n"
         f'{HEADER}\n' + '\n'.join(rows) + '\n\n'
         f'Machine: {platform.processor() or platform.machine()}, '
         f'{time.time() - start:.0f} s in all. Command: '

@@ -1,35 +1,53 @@
 """Export a quantized checkpoint for a backend and check it against the
 simulation.
 
-    python tools/export.py CONFIG CHECKPOINT --backend openvino
+    python tools/export.py CONFIG CHECKPOINT                  # as model.deploy_cfg says
+    python tools/export.py CONFIG CHECKPOINT --backend openvino --work-dir DIR
+
+The config's ``model.deploy_cfg`` (mmdeploy's schema, as MMRazor's configs
+carry it) gives the backend, opset, tensor names, dynamic axes, input shape
+and file name; each flag below overrides its part.
 """
 import argparse
-import os.path as osp
+import json
 
-import torch
 from mmengine.config import Config, DictAction
 
-from mmrazor_quant.deploy import (align_bias_to_int32_grid_, check_parity,
-                                  export_model)
-from mmrazor_quant.deploy.from_config import (load_quantized_model,
-                                              preprocessed_batches)
+from mmrazor_quant.deploy.config_export import (PARITY_RUNTIME,
+                                                ExportSettings,
+                                                deploy_config_of,
+                                                export_and_check,
+                                                resolve_output_path)
+from mmrazor_quant.deploy.from_config import load_quantized_model
 from mmrazor_quant.utils.quiet import quiet_stack_warnings
-
-RUNTIME = dict(onnxruntime='onnxruntime', openvino='openvino',
-               tensorrt='onnxruntime')
 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description='Export to ONNX')
     parser.add_argument('config', help='quantization config file path')
     parser.add_argument('checkpoint', help='quantized checkpoint')
-    parser.add_argument('--backend', required=True,
-                        choices=sorted(RUNTIME), help='deploy target')
+    parser.add_argument('--backend', choices=sorted(PARITY_RUNTIME),
+                        help='deploy target (default: model.deploy_cfg\'s)')
     parser.add_argument('--opset', type=int, help='ONNX opset (default: '
-                        '17, or 21 for 4-bit grids)')
-    parser.add_argument('--out', help='the .onnx to write (default: beside '
-                        'the checkpoint, named after the backend)')
-    parser.add_argument('--implicit', action='store_true',
+                        'deploy_cfg\'s, else 17, or 21 for 4-bit grids)')
+    parser.add_argument('--shape', type=int, nargs=2, metavar=('H', 'W'),
+                        help='height and width of the exported example '
+                        'and parity inputs (default: deploy_cfg\'s, else '
+                        'the data\'s)')
+    parser.add_argument('--input-names', nargs='+', help='graph input name')
+    parser.add_argument('--output-names', nargs='+',
+                        help='graph output names, or names of output groups')
+    parser.add_argument('--dynamic-axes', type=json.loads,
+                        help='JSON {name: {axis: axis_name}}, e.g. '
+                        '\'{"input": {"0": "batch"}}\'')
+    out = parser.add_mutually_exclusive_group()
+    out.add_argument('--out', help='the .onnx to write; a directory is '
+                     'taken as --work-dir')
+    out.add_argument('--work-dir', help='directory to write into (file '
+                     'named after deploy_cfg\'s save_file, else '
+                     '<config>_<backend>.onnx); default: beside the '
+                     'checkpoint')
+    parser.add_argument('--implicit', action='store_true', default=None,
                         help='tensorrt: float ONNX + ranges JSON')
     parser.add_argument('--float-bias', action='store_true',
                         help='onnxruntime: keep the biases off the int32 '
@@ -44,37 +62,31 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
+def _dynamic_axes(value):
+    # JSON keys are strings; torch and mmdeploy use int axes.
+    if value is None:
+        return None
+    return {name: {int(axis): dim for axis, dim in dims.items()}
+            for name, dims in value.items()}
+
+
 def main() -> None:
     args = parse_args()
     quiet_stack_warnings()
     cfg = Config.fromfile(args.config)
     if args.cfg_options:
         cfg.merge_from_dict(args.cfg_options)
+    settings = ExportSettings.resolve(
+        deploy_config_of(cfg), backend=args.backend, opset=args.opset,
+        input_hw=tuple(args.shape) if args.shape else None,
+        input_names=args.input_names, output_names=args.output_names,
+        dynamic_axes=_dynamic_axes(args.dynamic_axes),
+        implicit=args.implicit)
+    out = resolve_output_path(settings, args.config, args.checkpoint,
+                              args.out, args.work_dir)
     model = load_quantized_model(cfg, args.checkpoint)
-    batches = list(preprocessed_batches(model, cfg, args.num_samples))
-    inputs = torch.cat([x for x, _ in batches])
-    labels = torch.cat([s.gt_label.label[:1] for _, samples in batches
-                        for s in samples])
-    if args.backend == 'onnxruntime' and not args.float_bias:
-        # The simulation this export matches: see docs/deploy.md.
-        print(align_bias_to_int32_grid_(model).format())
-    out = args.out or osp.splitext(args.checkpoint)[0] + \
-        f'_{args.backend}.onnx'
-    kwargs = dict(opset=args.opset)
-    if args.implicit:
-        kwargs['implicit'] = True
-    result = export_model(model, inputs[:2], out, args.backend, **kwargs)
-    for role, path in result.files.items():
-        print(f'wrote {role:8s}: {path}')
-    if args.no_verify:
-        return
-    if args.implicit:
-        print('implicit mode: the float ONNX is not compared (TensorRT '
-              'applies the ranges at build time)')
-        return
-    report = check_parity(result.deploy_model, out, inputs,
-                          RUNTIME[args.backend], labels=labels)
-    print(report.format())
+    export_and_check(model, cfg, settings, out, args.num_samples,
+                     verify=not args.no_verify, float_bias=args.float_bias)
 
 
 if __name__ == '__main__':

@@ -3,7 +3,9 @@
 The config's ``test_cfg`` is a ``PTQLoop``; float weights come from the
 model's ``float_checkpoint``. ``--checkpoint`` loads a quantized checkpoint
 (e.g. a ``model_ptq.pth``, with ``test_cfg.only_val=True`` to only
-evaluate it).
+evaluate it). ``--export`` then writes the ONNX ``model.deploy_cfg``
+describes into the work dir and checks it against the simulation, as
+``tools/export.py`` does.
 """
 import argparse
 
@@ -20,6 +22,16 @@ def parse_args() -> argparse.Namespace:
                                'PTQ config file path')
     parser.add_argument(
         '--checkpoint', help='quantized checkpoint to load (load_from)')
+    parser.add_argument(
+        '--export',
+        nargs='?',
+        const='deploy_cfg',
+        metavar='BACKEND',
+        choices=['deploy_cfg', 'onnxruntime', 'openvino', 'tensorrt'],
+        help='after calibration, export to ONNX as model.deploy_cfg says '
+        '(or for BACKEND) and check parity')
+    parser.add_argument('--num-samples', type=int, default=256,
+                        help='test samples for the export parity check')
     return parse_runner_args(parser)
 
 
@@ -28,11 +40,29 @@ def merge_args(cfg: Config, args: argparse.Namespace) -> Config:
     cfg = apply_runner_args(cfg, args)
     if args.checkpoint is not None:
         cfg.load_from = args.checkpoint
+    if args.export is not None:
+        from mmrazor_quant.deploy.config_export import check_exportable
+        # Before the Runner starts: a bad deploy_cfg leaves no work dir.
+        check_exportable(cfg, _export_backend(args))
     return cfg
 
 
+def _export_backend(args: argparse.Namespace):
+    return None if args.export == 'deploy_cfg' else args.export
+
+
 def main() -> None:
-    run_and_teardown(build_runner(parse_args(), merge_args).test)
+    args = parse_args()
+    runner = build_runner(args, merge_args)
+
+    def run() -> None:
+        runner.test()
+        if args.export is not None:
+            from mmrazor_quant.deploy.config_export import export_runner_model
+            export_runner_model(runner, args.config, _export_backend(args),
+                                args.num_samples)
+
+    run_and_teardown(run)
 
 
 if __name__ == '__main__':

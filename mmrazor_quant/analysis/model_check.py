@@ -23,7 +23,7 @@ from mmrazor_quant.models.fake_quants.base import BaseFakeQuantize
 from mmrazor_quant.registry import MODELS
 
 __all__ = ['ModelCheckReport', 'check_model', 'estimate_bn_stats',
-           'W8A8_SCHEMES']
+           'quantize_w8a8', 'calibrate_and_freeze', 'W8A8_SCHEMES']
 
 #: MMRazor's W8A8 per backend: per-channel symmetric int8 weights;
 #: activations as the backend's QuantizeLinear holds them.
@@ -134,14 +134,32 @@ def build_architecture(cfg: Union[str, Config, dict, nn.Module],
     return CLS_MODELS.build(cfg.model)
 
 
-def _quantize(architecture: nn.Module, backend: str,
-              input_shape: Sequence[int]) -> nn.Module:
+def quantize_w8a8(architecture: nn.Module,
+                  backend: str,
+                  input_shape: Sequence[int],
+                  forward_modes: Sequence[str] = ('tensor', 'predict',
+                                                  'loss'),
+                  **quantizer_kwargs) -> nn.Module:
+    """``architecture`` wrapped in ``MMArchitectureQuant`` with the
+    backend's quantizer and MMRazor's W8A8 scheme (:data:`W8A8_SCHEMES`).
+
+    Args:
+        architecture (nn.Module): The float model.
+        backend (str): A key of :data:`W8A8_SCHEMES`.
+        input_shape (Sequence[int]): One sample's shape, for the tracer.
+        forward_modes (Sequence[str]): Modes to trace. Defaults to all
+            three.
+        **quantizer_kwargs: Further quantizer arguments (e.g.
+            ``model_type='transformer'`` for OpenVINO).
+    """
     quantizer, a_qscheme = W8A8_SCHEMES[backend]
     return MODELS.build(
         dict(type='mmrazor_quant.MMArchitectureQuant',
              architecture=architecture,
              input_shape=tuple(input_shape),
+             forward_modes=tuple(forward_modes),
              quantizer=dict(
+                 **quantizer_kwargs,
                  type=f'mmrazor_quant.{quantizer}',
                  global_qconfig=dict(
                      w_observer=dict(
@@ -264,13 +282,14 @@ def check_model(cfg: Union[str, Config, dict, nn.Module],
     batches = [torch.randn(num_samples, 3, h, w)
                for _ in range(calib_batches + 1)]
     estimate_bn_stats(architecture, batches[:-1])
-    qmodel = _stage(report, 'quantize', _quantize, architecture, backend,
-                    (3, h, w))
+    qmodel = _stage(report, 'quantize', quantize_w8a8, architecture,
+                    backend, (3, h, w))
     if qmodel is None:
         return report
     report.num_fake_quants = sum(
         isinstance(m, BaseFakeQuantize) for m in qmodel.modules())
-    if _stage(report, 'calibrate', _calibrate, qmodel, batches[:-1]) is None:
+    if _stage(report, 'calibrate', calibrate_and_freeze, qmodel,
+              batches[:-1]) is None:
         return report
     x = batches[-1]
     diff = _stage(report, 'predict', _predict_diff, qmodel, x)
@@ -285,10 +304,13 @@ def check_model(cfg: Union[str, Config, dict, nn.Module],
     return report
 
 
-def _calibrate(qmodel: nn.Module, batches: Sequence[torch.Tensor]) -> bool:
+def calibrate_and_freeze(qmodel: nn.Module,
+                         batches: Sequence[torch.Tensor]) -> nn.Module:
+    """Run ``batches`` through the tensor mode in eval mode, then disable
+    the observers (qparams fixed). Returns ``qmodel``."""
     qmodel.eval()
     with torch.no_grad():
         for batch in batches:
             qmodel(batch, mode='tensor')
     disable_observer(qmodel)
-    return True
+    return qmodel

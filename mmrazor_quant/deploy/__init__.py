@@ -1,5 +1,6 @@
 """Deploy: BN folding, standard QDQ ONNX export per backend, side files and
 runtime parity checks. Nothing here patches torch at import."""
+from .deploy_config import DeployConfig
 from .deploy_model import build_deploy_model
 from .exporters import (BaseExporter, ExportResult, ONNXRuntimeExporter,
                         OpenVINOExporter, TensorRTExporter)
@@ -11,7 +12,7 @@ from .qdq_fake_quantize import QDQFakeQuantize
 from .weight_quantized_layer import WeightQuantizedLayer
 
 __all__ = [
-    'build_deploy_model', 'export_onnx', 'QDQFakeQuantize',
+    'DeployConfig', 'build_deploy_model', 'export_onnx', 'QDQFakeQuantize',
     'WeightQuantizedLayer', 'BaseExporter', 'ExportResult',
     'ONNXRuntimeExporter', 'OpenVINOExporter', 'TensorRTExporter',
     'ParityReport', 'check_parity', 'compare_outputs', 'export_model',

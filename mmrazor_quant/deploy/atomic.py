@@ -21,7 +21,15 @@ def atomic_outputs(paths: Sequence[str]) -> Iterator[List[str]]:
 
     Yields:
         list[str]: The temporary paths to write to, in the same order.
+
+    Raises:
+        IsADirectoryError: If a path is a directory or ends with a
+            separator (nothing is created then).
     """
+    for path in paths:
+        if path.endswith(('/', os.sep)) or osp.isdir(path):
+            raise IsADirectoryError(
+                f'{path!r} is a directory; give the file to write')
     tmps = []
     try:
         for path in paths:

@@ -8,12 +8,14 @@ from typing import Dict, List, Optional
 import onnx
 import torch
 from onnx import TensorProto, helper, numpy_helper
-from torch import nn
+from torch import fx, nn
 
 from .qdq_fake_quantize import QDQFakeQuantize
+from .traceable_sizes import make_size_arithmetic_traceable
 
 __all__ = [
     'export_onnx', 'prepare_qdq_export', 'fix_zero_point_types',
+    'TensorNames', 'check_tensor_names',
     'INPUT_NAME', 'OUTPUT_NAME', 'MIN_OPSET', 'DEFAULT_OPSET'
 ]
 
@@ -116,16 +118,20 @@ def fix_zero_point_types(model: onnx.ModelProto) -> int:
 
 
 def _torch_export(model: nn.Module, example_input: torch.Tensor, path: str,
-                  opset: int, dynamic_batch: bool) -> None:
+                  opset: int, names: 'TensorNames') -> None:
     dynamo = opset >= DYNAMO_MIN_OPSET
     kwargs = dict(dynamo=dynamo, opset_version=opset)
     if dynamo:
         kwargs.update(external_data=False)
-        if dynamic_batch:
-            kwargs.update(dynamic_shapes={
-                'inputs': {0: torch.export.Dim('batch')}})
-    elif dynamic_batch:
-        kwargs.update(dynamic_axes={INPUT_NAME: [0], OUTPUT_NAME: [0]})
+    if names.dynamic_axes is not None:
+        # Both exporters take torch's dict form, axis names included.
+        kwargs.update(dynamic_axes=names.dynamic_axes)
+    elif names.dynamic_batch and dynamo:
+        kwargs.update(dynamic_shapes={
+            'inputs': {0: torch.export.Dim('batch')}})
+    elif names.dynamic_batch:
+        kwargs.update(dynamic_axes={
+            name: [0] for name in names.inputs + names.outputs})
     with warnings.catch_warnings():
         # The exporters' chatter about torch.export internals and
         # deprecations is not actionable for users.
@@ -133,10 +139,123 @@ def _torch_export(model: nn.Module, example_input: torch.Tensor, path: str,
         torch.onnx.export(
             model, (example_input, ),
             path,
-            input_names=[INPUT_NAME],
-            output_names=[OUTPUT_NAME],
+            input_names=names.inputs,
+            output_names=names.outputs,
             verbose=False,
             **kwargs)
+
+
+class TensorNames:
+    """The graph's input and output names and dynamic axes.
+
+    ``output_names`` may name the model's outputs one by one, or name the
+    groups of a nested output (a detector's ``(cls_scores, bbox_preds)``,
+    one tensor per level): a group's tensors become ``<name>_<i>`` and
+    share the group's dynamic axes.
+
+    Args:
+        model (nn.Module): The deploy model.
+        example_input (Tensor): Its example input.
+        input_names (list[str], optional): Defaults to ``['input']``.
+        output_names (list[str], optional): Defaults to ``['output']``
+            (further outputs keep the exporter's names).
+        dynamic_axes (dict, optional): ``{name: {axis: axis_name}}``; a
+            group name applies to each member. Defaults to None.
+        dynamic_batch (bool): Without ``dynamic_axes``, make axis 0 of
+            every input and output symbolic. Defaults to True.
+
+    Raises:
+        ValueError: If ``output_names`` fits neither the outputs nor their
+            groups, ``input_names`` does not have one name, or
+            ``dynamic_axes`` names a tensor the graph lacks.
+    """
+
+    def __init__(self, model: nn.Module, example_input: torch.Tensor,
+                 input_names: Optional[List[str]] = None,
+                 output_names: Optional[List[str]] = None,
+                 dynamic_axes: Optional[Dict[str, Dict[int, str]]] = None,
+                 dynamic_batch: bool = True) -> None:
+        self.inputs = list(input_names or [INPUT_NAME])
+        if len(self.inputs) != 1:
+            raise ValueError(f'input_names {self.inputs}: the model takes '
+                             'one input tensor')
+        groups = _output_groups(model, example_input)
+        self.outputs, members = _name_outputs(groups, output_names)
+        self.dynamic_batch = dynamic_batch
+        self.dynamic_axes = None if dynamic_axes is None else \
+            _expand_axes(dynamic_axes, self.inputs, members)
+
+
+def _output_groups(model: nn.Module,
+                   example_input: torch.Tensor) -> List[int]:
+    """How many tensors each top-level output holds (1 for a tensor)."""
+    with torch.no_grad():
+        out = model(example_input)
+    if isinstance(out, torch.Tensor):
+        return [1]
+    return [len(_flatten(item)) for item in out]
+
+
+def _flatten(item) -> list:
+    if isinstance(item, torch.Tensor):
+        return [item]
+    return [t for sub in item for t in _flatten(sub)]
+
+
+def _name_outputs(groups: List[int], names: Optional[List[str]]):
+    """Flat output names, and each given name's members."""
+    total = sum(groups)
+    if names is None:
+        return [OUTPUT_NAME], {OUTPUT_NAME: [OUTPUT_NAME]}
+    if len(names) == total:
+        return list(names), {n: [n] for n in names}
+    if len(names) == len(groups):
+        members = {
+            name: [name] if size == 1 else
+            [f'{name}_{i}' for i in range(size)]
+            for name, size in zip(names, groups)
+        }
+        return [m for name in names for m in members[name]], members
+    raise ValueError(
+        f'output_names {list(names)} fit neither the model\'s {total} '
+        f'output tensors nor its {len(groups)} output groups (of '
+        f'{groups} tensors)')
+
+
+def _expand_axes(axes: Dict[str, Dict[int, str]], inputs: List[str],
+                 members: Dict[str, List[str]]) -> Dict[str, Dict[int, str]]:
+    expanded = {}
+    for name, dims in axes.items():
+        if name in inputs:
+            expanded[name] = dict(dims)
+        elif name in members:
+            expanded.update({m: dict(dims) for m in members[name]})
+        else:
+            raise ValueError(
+                f'dynamic_axes names {name!r}, which is neither an input '
+                f'{inputs} nor an output {list(members)}')
+    return expanded
+
+
+def check_tensor_names(onnx_model: onnx.ModelProto,
+                       names: TensorNames) -> None:
+    """Raise if the exported graph lacks a requested name or left a
+    requested dynamic axis static (the exporter specialized it)."""
+    graph = onnx_model.graph
+    values = {v.name: v for v in list(graph.input) + list(graph.output)}
+    missing = [n for n in names.inputs + names.outputs if n not in values]
+    if missing:
+        raise ValueError(f'the exported graph has no tensor named '
+                         f'{missing}; it has {list(values)}')
+    for name, dims in (names.dynamic_axes or {}).items():
+        shape = values[name].type.tensor_type.shape.dim
+        static = {axis: shape[axis].dim_value for axis in dims
+                  if axis < len(shape) and not shape[axis].dim_param}
+        if static:
+            raise ValueError(
+                f'dynamic axes of {name!r} came out static in the export '
+                f'({static}): the model fixes them; remove them from '
+                'dynamic_axes')
 
 
 def export_onnx(model: nn.Module,
@@ -144,7 +263,11 @@ def export_onnx(model: nn.Module,
                 path: Optional[str] = None,
                 opset: int = DEFAULT_OPSET,
                 dynamic_batch: bool = True,
-                clip_narrow_range: bool = True) -> onnx.ModelProto:
+                clip_narrow_range: bool = True,
+                input_names: Optional[List[str]] = None,
+                output_names: Optional[List[str]] = None,
+                dynamic_axes: Optional[Dict[str, Dict[int, str]]] = None
+                ) -> onnx.ModelProto:
     """Export a deploy model (see :func:`build_deploy_model`) to QDQ ONNX.
 
     Each :class:`QDQFakeQuantize` becomes ``QuantizeLinear`` →
@@ -156,32 +279,43 @@ def export_onnx(model: nn.Module,
     Args:
         model (nn.Module): The deploy model (eval mode).
         example_input (Tensor): An input batch (its batch size need not be
-            the deployed one when ``dynamic_batch``).
+            the deployed one when axis 0 is dynamic).
         path (str, optional): Where to write the ``.onnx`` (atomically:
             nothing is written on error). Defaults to None (not written).
         opset (int): Target opset; 4-bit grids need 21. Defaults to
             :data:`DEFAULT_OPSET`.
-        dynamic_batch (bool): Make axis 0 of input and output symbolic.
-            Defaults to True.
+        dynamic_batch (bool): Make axis 0 of input and output symbolic
+            (when ``dynamic_axes`` is not given). Defaults to True.
         clip_narrow_range (bool): See :func:`prepare_qdq_export`.
             Defaults to True.
+        input_names, output_names, dynamic_axes: See :class:`TensorNames`
+            (mmdeploy's ``onnx_config`` keys). Default to ``['input']``,
+            ``['output']`` and None.
 
     Returns:
         onnx.ModelProto: The exported model.
 
     Raises:
-        ValueError: If a fake quant cannot be exported at ``opset``.
+        ValueError: If a fake quant cannot be exported at ``opset``, or the
+            names or dynamic axes do not fit the model (see
+            :class:`TensorNames`, :func:`check_tensor_names`).
     """
-    prepare_qdq_export(model, opset, clip_narrow_range)
     model = model.eval()
-    if dynamic_batch and example_input.shape[0] < 2:
+    names = TensorNames(model, example_input, input_names, output_names,
+                        dynamic_axes, dynamic_batch)
+    prepare_qdq_export(model, opset, clip_narrow_range)
+    if isinstance(model, fx.GraphModule):
+        make_size_arithmetic_traceable(model)
+    batch_dynamic = 0 in (names.dynamic_axes or {}).get(
+        names.inputs[0], {0: 'batch'} if dynamic_batch else {})
+    if batch_dynamic and example_input.shape[0] < 2:
         # torch.export specialises a dimension of size 1.
         example_input = example_input.expand(2, *example_input.shape[1:])
     with tempfile.TemporaryDirectory() as tmpdir:
         raw = osp.join(tmpdir, 'raw.onnx')
-        _torch_export(model, example_input, raw, opset,
-                      dynamic_batch)
+        _torch_export(model, example_input, raw, opset, names)
         onnx_model = onnx.load(raw)
+    check_tensor_names(onnx_model, names)
     fix_zero_point_types(onnx_model)
     onnx_model.producer_name = 'mmrazor_quant'
     onnx.checker.check_model(onnx_model, full_check=True)

@@ -15,6 +15,18 @@ away from the simulation, and the error grows through the network.
 ``DequantizeLinear`` can produce. It changes no value, but the
 ``FakeQuantize`` is then no longer the post-op right before the sum and the
 plugin rounds it.
+
+A second case: a conv output ``x`` that feeds a ``QuantizeLinear`` *and* a
+float consumer (an FPN's lateral conv, quantized for its 3x3 output conv and
+upsampled unquantized for the top-down add). The low-precision
+transformations fold the conv's dequantization ``Multiply`` into the
+``FakeQuantize``'s input range although the conv, whose other consumer
+needs float, still applies it: the ``FakeQuantize`` sees ``x`` against a
+range stretched by ``1 / (s_in * s_w)`` and returns its zero-point for every
+element (the tiny RetinaNet's 24x24 level: 0 dB on that tensor, 2-10 dB on
+the head outputs; onnxruntime 146 dB). :func:`guard_shared_quantize_inputs`
+puts the same value-preserving ``Max`` before such a ``QuantizeLinear``
+(147 dB).
 """
 from typing import Dict, List, Tuple
 
@@ -24,7 +36,8 @@ from onnx import helper, numpy_helper
 
 from .qparams_table import onnx_constants
 
-__all__ = ['guard_fused_sum_inputs', 'FUSING_PRODUCERS']
+__all__ = ['guard_fused_sum_inputs', 'guard_shared_quantize_inputs',
+           'FUSING_PRODUCERS']
 
 #: Ops OpenVINO's CPU plugin fuses a following ``Add`` into (as a sum
 #: post-op), through element-wise activations and clamps.
@@ -41,10 +54,31 @@ _TYPE_MIN = {
 }
 
 
-def _fused_producer(name: str, producers: Dict[str, onnx.NodeProto]) -> bool:
+def _bias_add_input(node: onnx.NodeProto, values: Dict[str, np.ndarray]):
+    """The non-constant input of a bias ``Add`` (a constant on one side),
+    or None. A linear layer on a 3-D input exports as ``MatMul`` + ``Add``
+    (transformer tokens), and the plugin fuses the bias too."""
+    if node.op_type != 'Add' or len(node.input) != 2:
+        return None
+    a, b = node.input
+    if b in values and a not in values:
+        return a
+    if a in values and b not in values:
+        return b
+    return None
+
+
+def _fused_producer(name: str, producers: Dict[str, onnx.NodeProto],
+                    values: Dict[str, np.ndarray]) -> bool:
     node = producers.get(name)
-    while node is not None and node.op_type in _PASS_THROUGH:
-        node = producers.get(node.input[0])
+    while node is not None:
+        if node.op_type in _PASS_THROUGH:
+            node = producers.get(node.input[0])
+            continue
+        data = _bias_add_input(node, values)
+        if data is None:
+            break
+        node = producers.get(data)
     return node is not None and node.op_type in FUSING_PRODUCERS
 
 
@@ -81,10 +115,62 @@ def _guarded_inputs(graph: onnx.GraphProto
                     or values.get(dq.input[1]) is None \
                     or values[dq.input[1]].size != 1:
                 continue
-            if _fused_producer(quantize.input[0], producers):
+            if _fused_producer(quantize.input[0], producers, values):
                 found.append(
                     (position, index, _dq_lower_bound(dq, quantize, values)))
     return found
+
+
+def _shared_quantize_inputs(graph: onnx.GraphProto
+                            ) -> List[Tuple[int, int, float]]:
+    """``(position of the quantize, 0, lower bound)`` of every per-tensor
+    ``QuantizeLinear`` on a conv/linear output that also has a consumer
+    other than a ``QuantizeLinear`` or a ``Shape``."""
+    producers = {o: n for n in graph.node for o in n.output}
+    consumers: Dict[str, List[str]] = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node.op_type)
+    values = onnx_constants(graph)
+    found = []
+    for position, node in enumerate(graph.node):
+        if node.op_type != 'QuantizeLinear' or node.input[0] in values \
+                or values.get(node.input[1]) is None \
+                or values[node.input[1]].size != 1:
+            continue
+        others = [op for op in consumers[node.input[0]]
+                  if op not in ('QuantizeLinear', 'Shape')]
+        if others and _fused_producer(node.input[0], producers, values):
+            found.append((position, 0, _dq_lower_bound(node, node, values)))
+    return found
+
+
+def _insert_max_guards(graph: onnx.GraphProto,
+                       guards: List[Tuple[int, int, float]]) -> int:
+    """Insert ``Max(input, low)`` before input ``index`` of the node at
+    ``position`` for each ``(position, index, low)``; returns how many."""
+    edits: Dict[int, List[Tuple[int, float]]] = {}
+    for position, index, low in guards:
+        edits.setdefault(position, []).append((index, low))
+    nodes = []
+    for position, node in enumerate(graph.node):
+        node = onnx.NodeProto.FromString(node.SerializeToString())
+        for index, low in edits.get(position, []):
+            name = node.input[index]
+            guarded = f'{name}_ov_guard_{node.name or position}'
+            bound = numpy_helper.from_array(
+                np.array(low, dtype=np.float32), f'{guarded}_low')
+            graph.initializer.append(bound)
+            nodes.append(
+                helper.make_node('Max', [name, bound.name], [guarded],
+                                 name=guarded))
+            node.input[index] = guarded
+        nodes.append(node)
+    # Each Max goes right before its consumer: the list stays topologically
+    # sorted.
+    del graph.node[:]
+    graph.node.extend(nodes)
+    return len(guards)
 
 
 def guard_fused_sum_inputs(model: onnx.ModelProto) -> int:
@@ -97,26 +183,20 @@ def guard_fused_sum_inputs(model: onnx.ModelProto) -> int:
     Returns:
         int: How many ``Max`` nodes were inserted.
     """
-    graph = model.graph
-    edits: Dict[int, List[Tuple[int, float]]] = {}
-    for position, index, low in _guarded_inputs(graph):
-        edits.setdefault(position, []).append((index, low))
-    nodes = []
-    for position, node in enumerate(graph.node):
-        node = onnx.NodeProto.FromString(node.SerializeToString())
-        for index, low in edits.get(position, []):
-            name = node.input[index]
-            bound = numpy_helper.from_array(
-                np.array(low, dtype=np.float32), f'{name}_ov_guard_low')
-            graph.initializer.append(bound)
-            nodes.append(
-                helper.make_node(
-                    'Max', [name, bound.name], [f'{name}_ov_guard'],
-                    name=f'{name}_ov_guard'))
-            node.input[index] = f'{name}_ov_guard'
-        nodes.append(node)
-    # Each Max goes right before its Add: the list stays topologically
-    # sorted.
-    del graph.node[:]
-    graph.node.extend(nodes)
-    return sum(len(v) for v in edits.values())
+    return _insert_max_guards(model.graph, _guarded_inputs(model.graph))
+
+
+def guard_shared_quantize_inputs(model: onnx.ModelProto) -> int:
+    """Insert a value-preserving ``Max`` before each ``QuantizeLinear`` on a
+    conv/linear output that a float consumer reads too (see the module
+    docstring). ``Max(x, (q_min - z) * s)`` only raises values that the
+    quantization saturates to ``q_min`` anyway.
+
+    Args:
+        model (onnx.ModelProto): A QDQ model, modified in place.
+
+    Returns:
+        int: How many ``Max`` nodes were inserted.
+    """
+    return _insert_max_guards(model.graph,
+                              _shared_quantize_inputs(model.graph))

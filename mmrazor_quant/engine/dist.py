@@ -63,18 +63,22 @@ def setup_cpu_dist(cfg) -> bool:
     return True
 
 
-def teardown_dist() -> None:
+def teardown_dist() -> bool:
     """Wait for every rank, then destroy the process group, if any.
 
     Without it each rank leaves the gloo group to interpreter shutdown; a
     rank that exits while another still talks to it can abort with
     ``terminate called without an active exception`` (SIGABRT), failing a
     run whose training had finished.
+
+    Returns:
+        bool: Whether there was a process group to destroy.
     """
     if not torch_dist.is_available() or not torch_dist.is_initialized():
-        return
+        return False
     torch_dist.barrier()
     torch_dist.destroy_process_group()
+    return True
 
 
 def _export_slurm_env(port: Optional[int]) -> None:

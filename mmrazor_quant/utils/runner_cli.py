@@ -141,7 +141,26 @@ def check_work_dir_writable(work_dir: str) -> None:
 def run_and_teardown(run: Callable[[], object]) -> None:
     """Run ``run()`` (``runner.train``/``runner.test``), then leave the
     process group cleanly on every rank (see
-    :func:`mmrazor_quant.engine.teardown_dist`)."""
+    :func:`mmrazor_quant.engine.teardown_dist`).
+
+    A distributed rank then exits at once: the DDP model still holds the
+    gloo group, and destroying it during interpreter shutdown intermittently
+    aborted a rank (``terminate called without an active exception``) after
+    its run had finished and saved everything.
+    """
     from mmrazor_quant.engine import teardown_dist
     run()
-    teardown_dist()
+    if teardown_dist():
+        _exit_after_flush()
+
+
+def _exit_after_flush() -> None:
+    """Close log files and flush the streams, then end the process without
+    running interpreter teardown (``os._exit``)."""
+    import logging
+    import os
+    import sys
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

@@ -13,6 +13,7 @@ import torch
 from mmcls.structures import ClsDataSample
 from mmengine.config import Config
 from mmengine.optim import OptimWrapper
+from mmengine.registry import DefaultScope
 
 from mmrazor_quant.engine.runner.calibration import calibrate
 from mmrazor_quant.models.fake_quants.utils import (enable_fake_quant,
@@ -23,11 +24,13 @@ from mmrazor_quant.utils.config_checks import check_loop_cfgs
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 CONFIG_DIR = osp.join(REPO, 'configs')
-# Every config file; `_base_` directories hold fragments, not configs.
+# Every config file; `_base_` and `deploy_cfgs` directories hold fragments,
+# not configs.
 CONFIGS = sorted(
     osp.relpath(path, CONFIG_DIR)
     for path in glob.glob(osp.join(CONFIG_DIR, '**', '*.py'), recursive=True)
-    if '_base_' not in osp.relpath(path, CONFIG_DIR).split(osp.sep))
+    if not {'_base_', 'deploy_cfgs'} & set(
+        osp.relpath(path, CONFIG_DIR).split(osp.sep)))
 
 QUANT_TYPE = 'mmrazor_quant.MMArchitectureQuant'
 SKIPPED_METHODS = [
@@ -62,10 +65,12 @@ EXPECTED_IMAGENET = {
 
 ISSUE_CONFIGS = sorted(EXPECTED_MNIST | EXPECTED_IMAGENET)
 # Configs added for other features (e.g. advanced PTQ) only need to build.
+# Data tables read by tests and benchmarks, not runnable configs.
+TABLES = {'model_zoo/mmcls_families.py'}
 OTHER_CONFIGS = [
     c for c in CONFIGS
-    if c not in EXPECTED_MNIST | EXPECTED_IMAGENET and not c.startswith(
-        'fp32')
+    if c not in EXPECTED_MNIST | EXPECTED_IMAGENET | TABLES
+    and not c.startswith('fp32')
 ]
 
 # (signed, symmetric, symmetric range) each backend's configs must use.
@@ -104,7 +109,11 @@ def build_without_checkpoint(cfg: Config) -> torch.nn.Module:
         # What the Runner does for a float model.
         model_cfg.setdefault('data_preprocessor', cfg.data_preprocessor)
     torch.manual_seed(0)
-    return MODELS.build(model_cfg)
+    # The Runner builds in the config's default scope (``mmdet`` for the
+    # float detectors), whatever scope an earlier test left current.
+    with DefaultScope.overwrite_default_scope(
+            cfg.get('default_scope', 'mmrazor_quant')):
+        return MODELS.build(model_cfg)
 
 
 def random_batch(cfg: Config, batch_size: int, size: int) -> dict:
@@ -162,6 +171,11 @@ def test_mmrazor_schema(name):
         assert model.float_checkpoint == \
             f'work_dirs/fp32/{arch}_mnist/float.pth'
 
+    if '/ptq/' in name and 'in1k' in name:
+        # MMRazor's: the mmdeploy description of the quantizer's backend.
+        assert model.deploy_cfg == cfg.deploy_cfg
+        assert backend.lower() == \
+            f'{model.deploy_cfg.backend_config.type}quantizer'
     if '/ptq/' in name:
         loop = cfg.test_cfg
         assert loop.type == 'mmrazor_quant.PTQLoop'

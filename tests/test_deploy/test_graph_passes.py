@@ -6,7 +6,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from mmrazor_quant.deploy.bias_passes import unfuse_low_bit_bias
 from mmrazor_quant.deploy.onnxruntime_passes import drop_clips_inside_grid
-from mmrazor_quant.deploy.openvino_passes import guard_fused_sum_inputs
+from mmrazor_quant.deploy.openvino_passes import (
+    guard_fused_sum_inputs, guard_shared_quantize_inputs)
 
 ort = pytest.importorskip('onnxruntime')
 
@@ -70,6 +71,98 @@ def test_openvino_guard_only_on_conv_outputs():
     level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     np.testing.assert_array_equal(
         _run(model, x, level), _run(_residual_model(), x, level))
+
+
+def _token_residual_model():
+    """x -> Q/DQ -> MatMul -> + bias -> Q/DQ -> Add(x_dq): a linear layer on
+    transformer tokens, as the TorchScript exporter writes it."""
+    rng = np.random.default_rng(0)
+    inits = [_const('s', 0.05), _const('z', 0, np.uint8),
+             _const('w', rng.integers(-7, 8, (4, 4)) * 0.1),
+             _const('b', rng.normal(size=4) * 0.37)]
+    nodes = [
+        helper.make_node('QuantizeLinear', ['x', 's', 'z'], ['xq']),
+        helper.make_node('DequantizeLinear', ['xq', 's', 'z'], ['xd']),
+        helper.make_node('MatMul', ['xd', 'w'], ['m']),
+        helper.make_node('Add', ['b', 'm'], ['c']),
+        helper.make_node('QuantizeLinear', ['c', 's', 'z'], ['cq']),
+        helper.make_node('DequantizeLinear', ['cq', 's', 'z'], ['cd']),
+        helper.make_node('Add', ['xd', 'cd'], ['y']),
+    ]
+    info = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 6, 4])
+            for n in 'xy']
+    graph = helper.make_graph(nodes, 'g', info[:1], info[1:], inits)
+    return helper.make_model(graph, ir_version=10,
+                             opset_imports=[helper.make_opsetid('', 17)])
+
+
+def test_openvino_guard_sees_through_a_bias_add():
+    model = _token_residual_model()
+    # the bias Add is not a residual: only the residual Add gets a guard
+    assert guard_fused_sum_inputs(model) == 1
+    guard = next(n for n in model.graph.node if n.op_type == 'Max')
+    residual = model.graph.node[-1]
+    assert guard.input[0] == 'cd' and residual.input == ['xd',
+                                                         guard.output[0]]
+    x = np.random.default_rng(1).normal(size=(1, 6, 4)).astype('f4')
+    level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    np.testing.assert_array_equal(
+        _run(model, x, level), _run(_token_residual_model(), x, level))
+
+
+def _shared_conv_output_model(float_consumer):
+    """x -> Q/DQ -> Conv -> c; c -> Q/DQ(z=128) -> Conv -> y and
+    c -> ``float_consumer`` -> u (an FPN lateral conv and its upsampling)."""
+    model = _residual_model()
+    graph = model.graph
+    graph.initializer.extend([_const('s2', 0.02), _const('z2', 128, np.uint8)])
+    del graph.node[-3:]  # the conv output's Q/DQ and the Add
+    graph.node.extend([
+        helper.make_node('QuantizeLinear', ['c', 's2', 'z2'], ['cq']),
+        helper.make_node('DequantizeLinear', ['cq', 's2', 'z2'], ['cd']),
+        helper.make_node('Conv', ['cd', 'wd'], ['y'], pads=[1] * 4),
+        helper.make_node(float_consumer, ['c'], ['u']),
+    ])
+    graph.output.append(
+        helper.make_tensor_value_info('u', TensorProto.INT64, [4])
+        if float_consumer == 'Shape' else helper.make_tensor_value_info(
+            'u', TensorProto.FLOAT, [1, 4, 6, 6]))
+    return model
+
+
+def test_openvino_guard_before_quantize_of_shared_conv_output():
+    model = _shared_conv_output_model('Sigmoid')
+    assert guard_shared_quantize_inputs(model) == 1
+    onnx.checker.check_model(model, full_check=True)
+    guard = next(n for n in model.graph.node if n.op_type == 'Max')
+    quantize = next(n for n in model.graph.node
+                    if n.op_type == 'QuantizeLinear' and 's2' in n.input)
+    assert guard.input[0] == 'c' and quantize.input[0] == guard.output[0]
+    low = next(i for i in model.graph.initializer
+               if i.name == guard.input[1])
+    assert float(numpy_helper.to_array(low)) == pytest.approx(-128 * 0.02)
+    x = np.random.default_rng(1).normal(size=(1, 4, 6, 6)).astype('f4') * 4
+    level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    reference = _shared_conv_output_model('Sigmoid')
+    for got, want in zip(
+            _run_all(model, x, level), _run_all(reference, x, level)):
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize('float_consumer', ['Shape', None])
+def test_openvino_no_guard_without_float_consumer(float_consumer):
+    if float_consumer is None:
+        model = _residual_model()  # conv output read by its Q only
+    else:
+        model = _shared_conv_output_model(float_consumer)
+    assert guard_shared_quantize_inputs(model) == 0
+
+
+def _run_all(model, x, level):
+    session = ort.InferenceSession(model.SerializeToString(),
+                                   _options(level),
+                                   providers=['CPUExecutionProvider'])
+    return session.run(None, {'x': x})
 
 
 def test_low_bit_bias_moved_out_of_conv():

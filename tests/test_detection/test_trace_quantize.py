@@ -9,7 +9,8 @@ from mmrazor_quant.models.fake_quants.utils import (disable_fake_quant,
                                                     disable_observer)
 from mmrazor_quant.registry import MODELS
 from ..test_models.test_quantizers.test_positions import fake_quant_consumers
-from .toy_detectors import quant_cfg, retinanet_cfg, yolox_cfg
+from .toy_detectors import (quant_cfg, retinanet_cfg, yolox_cfg,
+                             yolox_pafpn_cfg)
 
 # Fake quant -> consumers in the tiny RetinaNet (two conv-bn-relu stages,
 # 2-level FPN, one conv per head branch and level), derived by hand from
@@ -63,6 +64,69 @@ def test_fpn_head_positions_follow_rule_table(backend):
         assert not any('bn' in str(n.target) for n in gm.graph.nodes)
 
 
+# The tiny YOLOX (two conv-relu stages, 2-level PAFPN, one CSP bottleneck
+# per path without identity, one conv per head branch; Swish = x *
+# sigmoid(x) everywhere but the backbone), by hand from docs/backends.md:
+# every conv input quantized once; Swish is an activation fused into its
+# conv, so the fake quant sits after the product, never on its two inputs;
+# concat and the nearest upsampling are agnostic (the cat's consumer
+# quantizes the cat output); no add in the graph, so OpenVINO and TensorRT
+# agree. The backbone's first output reaches the top-down cat unquantized.
+PAFPN = 'neck_{}_blocks_0_'
+YOLOX_EXPECTED = {
+    'inputs': ['backbone_conv1'],
+    'backbone_conv1': ['backbone_conv2'],
+    'backbone_conv2': ['neck_reduce_layers_0_conv'],
+    # upsample(reduce(c2)) ++ c1, and downsample(top-down out) ++ reduce(c2)
+    'neck_cat': [PAFPN.format('top_down') + 'main_conv_conv',
+                 PAFPN.format('top_down') + 'short_conv_conv'],
+    'neck_cat_1': [PAFPN.format('bottom_up') + 'main_conv_conv',
+                   PAFPN.format('bottom_up') + 'short_conv_conv'],
+}
+for path in ('top_down', 'bottom_up'):
+    block = PAFPN.format(path)
+    YOLOX_EXPECTED.update({
+        block + 'main_conv_activate_mul': [block + 'blocks_0_conv1_conv'],
+        block + 'blocks_0_conv1_activate_mul': [block + 'blocks_0_conv2_conv'],
+        block + 'cat': [block + 'final_conv_conv'],
+    })
+YOLOX_EXPECTED.update({
+    PAFPN.format('top_down') + 'final_conv_activate_mul':
+    ['neck_downsamples_0_conv', 'neck_out_convs_0_conv'],
+    PAFPN.format('bottom_up') + 'final_conv_activate_mul':
+    ['neck_out_convs_1_conv'],
+})
+for level in (0, 1):
+    head = 'bbox_head_multi_level_'
+    YOLOX_EXPECTED.update({
+        f'neck_out_convs_{level}_activate_mul':
+        [f'{head}cls_convs_{level}_0_conv', f'{head}reg_convs_{level}_0_conv'],
+        f'{head}cls_convs_{level}_0_activate_mul': [f'{head}conv_cls_{level}'],
+        f'{head}reg_convs_{level}_0_activate_mul':
+        [f'{head}conv_obj_{level}', f'{head}conv_reg_{level}'],
+    })
+
+
+@pytest.mark.parametrize('backend', ['openvino', 'tensorrt'])
+def test_pafpn_head_positions_follow_rule_table(backend):
+    model = MODELS.build(quant_cfg(yolox_pafpn_cfg(), backend))
+    table = fake_quant_consumers(model.qmodels['tensor'].graph)
+    assert table == {k: sorted(v) for k, v in YOLOX_EXPECTED.items()}
+    weighted = {
+        name
+        for name, m in model.architecture.named_modules()
+        if hasattr(m, 'weight_fake_quant')
+    }
+    # every conv: 2 backbone, 1 reduce, 5 per CSP layer, 1 downsample,
+    # 2 out, 10 head
+    convs = {
+        name
+        for name, m in model.architecture.named_modules()
+        if hasattr(m, 'kernel_size') and hasattr(m, 'weight')
+    }
+    assert weighted == convs and len(weighted) == 26
+
+
 def _float_and_quant(arch_cfg, backend):
     torch.manual_seed(0)
     model = MODELS.build(quant_cfg(arch_cfg, backend))
@@ -89,8 +153,11 @@ def test_modes_match_float_model_with_fake_quants_off(arch, det_batch):
         want = float_model(**data, mode='tensor')
         flat = [t for level in want for t in level]
         assert len(flat) == len([t for level in got for t in level])
+        # Folding BN into the convs reorders fp32 arithmetic through
+        # YOLOX's ~20 conv layers: errors of a few ulps of the largest
+        # intermediate values, not of each output.
         for g, w in zip([t for level in got for t in level], flat):
-            torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-4)
+            torch.testing.assert_close(g, w, rtol=1e-3, atol=5e-4)
         preds = model(**copy.deepcopy(data), mode='predict')
         float_preds = float_model(**copy.deepcopy(data), mode='predict')
     for p, f in zip(preds, float_preds):

@@ -101,6 +101,17 @@ def yolox_cfg(num_classes: int = 10) -> ConfigDict:
                       nms=dict(type='nms', iou_threshold=0.65)))
 
 
+def yolox_pafpn_cfg(num_classes: int = 10) -> ConfigDict:
+    """A YOLOX on the two-conv backbone: 2-level PAFPN with one CSP block
+    per path, one conv per head branch; Swish activations (YOLOX's)."""
+    cfg = yolox_cfg(num_classes)
+    cfg.backbone = dict(type='mmdet.TwoStageConvNet')
+    cfg.neck = dict(type='mmdet.YOLOXPAFPN', in_channels=[8, 16],
+                    out_channels=8, num_csp_blocks=1)
+    cfg.bbox_head.update(in_channels=8, feat_channels=8, strides=(2, 4))
+    return cfg
+
+
 def global_qconfig(backend: str, lsq: bool = False) -> dict:
     """W8A8 per backend: activations unsigned symmetric (OpenVINO) or
     signed symmetric (TensorRT); per-channel signed weights."""

@@ -5,7 +5,10 @@
 # of 32 images per GPU (8 GPUs), moving-average activation ranges.
 #   python tools/ptq.py configs/quantization/ptq/ptq_openvino_mbv2_8xb32_in1k_calib32xb32.py
 # It needs ImageNet in data/imagenet (mmcls's layout).
-_base_ = ['mmcls::mobilenet_v2/mobilenet-v2_8xb32_in1k.py']
+_base_ = [
+    'mmcls::mobilenet_v2/mobilenet-v2_8xb32_in1k.py',
+    '../deploy_cfgs/mmcls/classification_openvino_dynamic-224x224.py'  # noqa: E501
+]
 
 float_checkpoint = 'https://download.openmmlab.com/mmclassification/v0/mobilenet_v2/mobilenet_v2_batch256_imagenet_20200708-3b2dc3af.pth'  # noqa: E501
 
@@ -35,6 +38,7 @@ model = dict(
     data_preprocessor=dict(
         type='mmcls.ClsDataPreprocessor', **_base_.data_preprocessor),
     architecture=_base_.model,
+    deploy_cfg=_base_.deploy_cfg,
     float_checkpoint=float_checkpoint,
     quantizer=dict(
         type='mmrazor_quant.OpenVINOQuantizer',

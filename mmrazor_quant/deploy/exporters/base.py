@@ -52,6 +52,10 @@ class BaseExporter:
             activations into int8 kernels, at the price of values above the
             calibrated range reaching 255 instead of clamping at 127.
             Defaults to None (the backend's choice).
+        input_names, output_names, dynamic_axes: Graph tensor names and
+            dynamic axes, as in mmdeploy's ``onnx_config`` (see
+            :class:`~mmrazor_quant.deploy.onnx_export.TensorNames`).
+            Default to ``['input']``, ``['output']`` and a dynamic batch.
     """
     #: Registry name of the backend.
     backend: str = 'base'
@@ -61,9 +65,15 @@ class BaseExporter:
 
     def __init__(self, opset: Optional[int] = None,
                  dynamic_batch: bool = True,
-                 clip_narrow_range: Optional[bool] = None) -> None:
+                 clip_narrow_range: Optional[bool] = None,
+                 input_names: Optional[List[str]] = None,
+                 output_names: Optional[List[str]] = None,
+                 dynamic_axes: Optional[Dict[str, Dict[int, str]]] = None
+                 ) -> None:
         self.opset = opset
         self.dynamic_batch = dynamic_batch
+        self.names = dict(input_names=input_names, output_names=output_names,
+                          dynamic_axes=dynamic_axes)
         if clip_narrow_range is not None:
             self.clip_narrow_range = clip_narrow_range
 
@@ -122,7 +132,8 @@ class BaseExporter:
             example_input,
             opset=self._opset(model),
             dynamic_batch=self.dynamic_batch,
-            clip_narrow_range=self.clip_narrow_range)
+            clip_narrow_range=self.clip_narrow_range,
+            **self.names)
         stem = osp.splitext(onnx_path)[0]
         files = {
             f'{stem}.qparams.json':

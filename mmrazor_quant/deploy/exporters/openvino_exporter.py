@@ -3,7 +3,8 @@ import onnx
 from torch import fx
 
 from mmrazor_quant.registry import EXPORTERS
-from ..openvino_passes import guard_fused_sum_inputs
+from ..openvino_passes import (guard_fused_sum_inputs,
+                               guard_shared_quantize_inputs)
 from .base import BaseExporter, quantized_tensors
 
 __all__ = ['OpenVINOExporter']
@@ -20,7 +21,11 @@ class OpenVINOExporter(BaseExporter):
     :func:`guard_fused_sum_inputs`): without it the CPU plugin fuses the
     ``Add`` as a sum post-op and skips the rounding of that input's
     ``FakeQuantize``, drifting from the simulation (97.5 % top-1, 31 dB on
-    MNIST; 100 %, 52 dB with it).
+    MNIST; 100 %, 52 dB with it). It has the same ``Max`` before each
+    ``QuantizeLinear`` on a conv output that a float consumer reads too (an
+    FPN lateral conv feeding the upsampling; see
+    :func:`guard_shared_quantize_inputs`), where the plugin would otherwise
+    quantize against a wrongly rescaled range (0 dB on that tensor).
 
     Raises:
         ValueError: From :meth:`export` if a grid needs more than 8 bits
@@ -40,6 +45,7 @@ class OpenVINOExporter(BaseExporter):
     def final_model(self, onnx_model: onnx.ModelProto) -> onnx.ModelProto:
         model = super().final_model(onnx_model)
         guard_fused_sum_inputs(model)
+        guard_shared_quantize_inputs(model)
         onnx.checker.check_model(model, full_check=True)
         return model
 

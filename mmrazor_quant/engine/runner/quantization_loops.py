@@ -123,6 +123,8 @@ class PTQLoop(TestLoop):
         calibration loader."""
         if dataloader is None:
             dataloader = default_calibrate_cfg(self.runner.cfg)
+        elif isinstance(dataloader, dict) and 'dataset' not in dataloader:
+            dataloader = _overridden_default_cfg(self.runner, dataloader)
         if isinstance(dataloader, dict):
             dataloader = self.runner.build_dataloader(
                 dataloader, seed=self.runner.seed)
@@ -201,6 +203,23 @@ class PTQLoop(TestLoop):
             state_dict=weights_to_cpu(get_state_dict(self.runner.model)))
         save_checkpoint(checkpoint, path)
         self.runner.logger.info(f'PTQ: calibrated model saved to {path}')
+
+
+def _overridden_default_cfg(runner, overrides: dict) -> dict:
+    """The default calibration loader with ``overrides`` on top.
+
+    MMRazor's configs write ``val_dataloader = dict(batch_size=32)`` and
+    ``calibrate_dataloader=val_dataloader``: a config file binds the name to
+    that partial dict, not to the merged loader, so it holds no dataset.
+    Its settings are kept; the data stays the training split (contract 5).
+    """
+    loader = default_calibrate_cfg(runner.cfg)
+    loader.update(overrides)
+    runner.logger.info(
+        f'PTQ: calibrate_dataloader {dict(overrides)} names no dataset; '
+        'calibrating on train_dataloader\'s dataset (test pipeline) with '
+        'these settings')
+    return loader
 
 
 class _QATSwitchesMixin:

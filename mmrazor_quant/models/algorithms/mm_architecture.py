@@ -7,6 +7,7 @@ from mmengine.model import BaseModel, BaseModule, MMDistributedDataParallel
 from mmengine.structures import BaseDataElement
 from torch import fx, nn
 
+from mmrazor_quant.deploy.deploy_config import DeployConfig
 from mmrazor_quant.registry import MODEL_WRAPPERS, MODELS, build_in_scope
 from ..quantizers.base import BaseQuantizer, build_graph_module
 from ..task_modules.tracer.custom_tracer import check_input_shape
@@ -45,6 +46,11 @@ class MMArchitectureQuant(BaseModel):
             ``('tensor', 'predict', 'loss')``.
         float_checkpoint (str, optional): Float weights to load before
             quantizing. Defaults to None.
+        deploy_cfg (dict, optional): mmdeploy's deployment description, as
+            MMRazor's configs pass it (``deploy_cfg=_base_.deploy_cfg``):
+            validated here, kept as :attr:`deploy_cfg` (a
+            :class:`~mmrazor_quant.deploy.DeployConfig`) and read by
+            ``tools/export.py``. Defaults to None.
         input_shape (Sequence[int], optional): Shape of one input sample
             without the batch dimension (e.g. ``(3, 64, 64)``), taken from
             the data or config; the tracer then evaluates an example batch
@@ -53,7 +59,8 @@ class MMArchitectureQuant(BaseModel):
         init_cfg (dict, optional): Defaults to None.
 
     Raises:
-        ValueError: If a forward mode is unknown.
+        ValueError: If a forward mode is unknown, or ``deploy_cfg`` is
+            invalid or names another backend than the quantizer's.
 
     Example:
         >>> model = MODELS.build(dict(
@@ -71,12 +78,16 @@ class MMArchitectureQuant(BaseModel):
                  data_preprocessor: Optional[Union[dict, nn.Module]] = None,
                  forward_modes: Sequence[str] = _MODES,
                  float_checkpoint: Optional[str] = None,
+                 deploy_cfg: Optional[dict] = None,
                  input_shape: Optional[Sequence[int]] = None,
                  init_cfg: Optional[dict] = None) -> None:
         unknown = [m for m in forward_modes if m not in _MODES]
         if unknown or not forward_modes:
             raise ValueError(f'forward_modes must be a non-empty subset of '
                              f'{_MODES}, got {tuple(forward_modes)}')
+        # Validated first: a wrong backend fails before any tracing.
+        parsed_deploy_cfg = DeployConfig.from_dict(deploy_cfg) \
+            if deploy_cfg is not None else None
         if isinstance(architecture, dict):
             architecture = _build_architecture(architecture)
         if data_preprocessor is None:
@@ -97,6 +108,8 @@ class MMArchitectureQuant(BaseModel):
         self.forward_modes = tuple(forward_modes)
         self.quantizer = build_in_scope(MODELS, quantizer) if isinstance(
             quantizer, dict) else quantizer
+        _check_deploy_backend(parsed_deploy_cfg, self.quantizer)
+        self.deploy_cfg: Optional[DeployConfig] = parsed_deploy_cfg
         if input_shape is not None:
             _set_tracer_input_shape(self.quantizer.tracer, input_shape)
         qmodels = self.quantizer.prepare(self.architecture,
@@ -170,6 +183,22 @@ def _check_preprocessor_fits(preprocessor: nn.Module,
             f'{type(architecture).__name__} ({own_pkg}), whose own data '
             f"preprocessor is {type(own).__name__}; use type='{own_pkg}."
             f"{type(own).__name__}'")
+
+
+def _check_deploy_backend(deploy_cfg: Optional[DeployConfig],
+                          quantizer: BaseQuantizer) -> None:
+    """Raise if ``deploy_cfg`` targets another device than the one the
+    quantizer's schemes were chosen for (e.g. TensorRT's signed symmetric
+    activations deployed to OpenVINO)."""
+    backend = getattr(quantizer, 'backend', None)
+    if deploy_cfg is None or backend not in ('openvino', 'tensorrt') or \
+            backend == deploy_cfg.backend:
+        return
+    raise ValueError(
+        f'model.deploy_cfg.backend_config.type={deploy_cfg.backend!r} does '
+        f'not match model.quantizer ({type(quantizer).__name__}, backend '
+        f'{backend!r}); use the {backend} deploy config or the quantizer of '
+        f'{deploy_cfg.backend}')
 
 
 def _build_architecture(cfg: dict) -> nn.Module:

@@ -15,8 +15,9 @@ __all__ = ['AcademicQuantizer']
 class AcademicQuantizer(BaseQuantizer):
     """The setting of the PTQ/QAT papers (LSQ, AdaRound, BRECQ, QDrop).
 
-    Fake quants sit on the **inputs of conv, linear and matmul** only and
-    on their weights; any scheme and bit width (2..16) is allowed.
+    Fake quants sit on the **inputs of conv, linear and matmul** (both
+    attention matmuls) only and on their weights; any scheme and bit width
+    (2..16) is allowed.
     Per-layer qconfigs come from ``qconfig_mapping`` as for every quantizer
     (see :class:`BaseQuantizer`); ``first_last_bit`` keeps the first and
     last conv/linear (weights and input) at that bit width, as the papers
@@ -36,6 +37,7 @@ class AcademicQuantizer(BaseQuantizer):
             OpKind.CONV: InputSelector.FIRST,
             OpKind.LINEAR: InputSelector.FIRST,
             OpKind.MATMUL: InputSelector.ALL,
+            OpKind.ATTN_MATMUL: InputSelector.ALL,
         })
 
     def __init__(self,

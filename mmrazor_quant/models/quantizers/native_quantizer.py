@@ -19,8 +19,10 @@ class TorchNativeQuantizer(BaseQuantizer):
     * the outputs of conv, linear, add, mul, matmul and concat, placed after
       a following ReLU/ReLU6/clamp that the kernels fuse (``conv+relu``,
       ``add+relu``);
+    * the outputs of LayerNorm, GELU and softmax (torch has quantized
+      kernels for the three, each requantizing its output);
     * average pooling re-quantizes with its input's qparams (the quantized
-      kernel keeps them), max pooling, ReLU and reshapes keep the grid.
+      kernel keeps them), max pooling, ReLU and shape ops keep the grid.
 
     Schemes it executes: weights signed (``qint8``), per-channel or
     per-tensor; activations unsigned (``quint8``); at most 8 bit; rounding
@@ -30,7 +32,8 @@ class TorchNativeQuantizer(BaseQuantizer):
     rules = QuantRules(
         quantized_outputs=frozenset({
             OpKind.CONV, OpKind.LINEAR, OpKind.ADD, OpKind.MUL, OpKind.CAT,
-            OpKind.MATMUL
+            OpKind.MATMUL, OpKind.ATTN_MATMUL, OpKind.NORM, OpKind.GELU,
+            OpKind.SOFTMAX, OpKind.SWISH
         }),
         fold_activations=True,
         share_input_qparams=frozenset({OpKind.AVGPOOL}),

@@ -7,6 +7,8 @@ from .rules import InputSelector, QuantRules
 
 __all__ = ['OpenVINOQuantizer']
 
+_MODEL_TYPES = ('cnn', 'transformer')
+
 
 @MODELS.register_module()
 class OpenVINOQuantizer(BaseQuantizer):
@@ -17,15 +19,32 @@ class OpenVINOQuantizer(BaseQuantizer):
 
     * the data input of conv and linear (after a preceding ReLU, since the
       ReLU is fused into the producing conv);
-    * both inputs of eltwise add and mul, and of matmul;
-    * the input of average pooling;
-    * max pooling, ReLU, concat and reshapes are quantization-agnostic: the
-      next quantized consumer quantizes their output.
+    * both inputs of matmul (attention's ``Q @ K^T``) and, with
+      ``model_type='cnn'``, of attention's ``attn @ V``;
+    * with ``model_type='cnn'``: both inputs of eltwise add and mul, and
+      the input of average pooling;
+    * LayerNorm, GELU and softmax run in float; max pooling, ReLU, concat
+      and shape ops (reshape, permute, roll, slicing) are
+      quantization-agnostic: the next quantized consumer quantizes their
+      output.
+
+    ``model_type='transformer'`` follows NNCF's ``ModelType.TRANSFORMER``:
+    residual adds, multiplies and average pooling stay float, and so does
+    ``attn @ V`` (NNCF's multi-head-attention-output pattern), which keeps
+    the residual stream and the attention probabilities out of int8.
 
     One fake quant per tensor is shared by all consumers that quantize it.
     Schemes it executes: weights signed symmetric (per-channel in practice),
     activations symmetric or asymmetric, at most 8 bit; rounding half to
     even.
+
+    Args:
+        model_type (str): ``'cnn'`` or ``'transformer'`` (NNCF's
+            ``model_type``). Defaults to ``'cnn'``.
+        **kwargs: See :class:`BaseQuantizer`.
+
+    Raises:
+        ValueError: If ``model_type`` is not one of the two.
     """
     backend = 'openvino'
     rules = QuantRules(
@@ -33,10 +52,27 @@ class OpenVINOQuantizer(BaseQuantizer):
             OpKind.CONV: InputSelector.FIRST,
             OpKind.LINEAR: InputSelector.FIRST,
             OpKind.MATMUL: InputSelector.ALL,
+            OpKind.ATTN_MATMUL: InputSelector.ALL,
             OpKind.ADD: InputSelector.ALL,
             OpKind.MUL: InputSelector.ALL,
             OpKind.AVGPOOL: InputSelector.FIRST,
         })
+    #: The placement of NNCF's ``ModelType.TRANSFORMER``.
+    transformer_rules = QuantRules(
+        quantized_inputs={
+            OpKind.CONV: InputSelector.FIRST,
+            OpKind.LINEAR: InputSelector.FIRST,
+            OpKind.MATMUL: InputSelector.ALL,
+        })
+
+    def __init__(self, *args, model_type: str = 'cnn', **kwargs) -> None:
+        if model_type not in _MODEL_TYPES:
+            raise ValueError(f'OpenVINOQuantizer.model_type must be one of '
+                             f'{_MODEL_TYPES}, got {model_type!r}')
+        super().__init__(*args, **kwargs)
+        self.model_type = model_type
+        if model_type == 'transformer':
+            self.rules = self.transformer_rules
 
     def check_qschemes(self, w_qscheme: QSchema, a_qscheme: QSchema) -> None:
         self._require(w_qscheme.is_signed and w_qscheme.is_symmetry,

@@ -15,12 +15,17 @@ class TensorRTQuantizer(BaseQuantizer):
     TensorRT fuses a Q/DQ pair into the op that consumes it, so fake quants
     sit on **inputs**:
 
-    * the data input of conv and linear, and both inputs of matmul;
+    * the data input of conv and linear, and both inputs of both attention
+      matmuls (``Q @ K^T`` and ``attn @ V``: TensorRT's int8 multi-head
+      attention fusion wants Q/DQ on Q, K, V and on the softmax output);
     * the input of max and average pooling (TensorRT runs them in int8);
     * of a residual add, only the input that does not come straight from a
       conv: TensorRT fuses conv + add (+ ReLU) and needs the other branch in
       int8;
-    * ReLU and reshapes keep the grid; a fake quant that would re-quantize
+    * LayerNorm and softmax run in higher precision, GELU is fused into the
+      producing GEMM: none is quantized; the consuming linear or matmul
+      quantizes their output;
+    * ReLU and shape ops keep the grid; a fake quant that would re-quantize
       a max-pooled tensor is removed as redundant.
 
     Schemes it executes: signed symmetric int8 for weights (per-channel) and
@@ -33,6 +38,7 @@ class TensorRTQuantizer(BaseQuantizer):
             OpKind.CONV: InputSelector.FIRST,
             OpKind.LINEAR: InputSelector.FIRST,
             OpKind.MATMUL: InputSelector.ALL,
+            OpKind.ATTN_MATMUL: InputSelector.ALL,
             OpKind.ADD: InputSelector.RESIDUAL,
             OpKind.AVGPOOL: InputSelector.FIRST,
             OpKind.MAXPOOL: InputSelector.FIRST,

@@ -38,3 +38,50 @@ class ResidualCatPoolNet(nn.Module):
         if mode == 'loss':
             return dict(loss=F.cross_entropy(logits, data_samples))
         return logits.argmax(1)
+
+
+class AttentionBlockNet(nn.Module):
+    """A pre-norm transformer block on tokens ``(B, N, C)`` and a linear
+    head on the mean token: LayerNorm, qkv linear, reshape/permute,
+    ``Q @ K^T``, a bias added to the scores, softmax, ``attn @ V``, output
+    projection, residual add, and an MLP with GELU and a second residual
+    add.
+
+    ``forward(inputs, data_samples=None, mode)`` like an mmengine model.
+    """
+
+    def __init__(self, dims: int = 16, heads: int = 2,
+                 num_classes: int = 5) -> None:
+        super().__init__()
+        self.heads = heads
+        self.scale = (dims // heads)**-0.5
+        # a relative-position bias on the scores, as in Swin
+        self.score_bias = nn.Parameter(0.1 * torch.randn(heads, 1, 1))
+        self.norm1 = nn.LayerNorm(dims)
+        self.qkv = nn.Linear(dims, 3 * dims)
+        self.proj = nn.Linear(dims, dims)
+        self.norm2 = nn.LayerNorm(dims)
+        self.fc1 = nn.Linear(dims, 2 * dims)
+        self.act = nn.GELU()
+        self.fc2 = nn.Linear(2 * dims, dims)
+        self.head = nn.Linear(dims, num_classes)
+
+    def attention(self, x):
+        qkv = self.qkv(self.norm1(x))
+        qkv = qkv.unflatten(-1, (3, self.heads, -1)).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]
+        attn = (q @ k.transpose(-2, -1)) * self.scale
+        attn = (attn + self.score_bias).softmax(dim=-1)
+        out = (attn @ v).transpose(1, 2)
+        # size arithmetic: numbers, never quantized
+        return self.proj(out.reshape(x.size(0), x.size(1), -1))
+
+    def forward(self, inputs, data_samples=None, mode='tensor'):
+        x = inputs + self.attention(inputs)
+        x = x + self.fc2(self.act(self.fc1(self.norm2(x))))
+        logits = self.head(x.mean(1))
+        if mode == 'tensor':
+            return logits
+        if mode == 'loss':
+            return dict(loss=F.cross_entropy(logits, data_samples))
+        return logits.argmax(1)

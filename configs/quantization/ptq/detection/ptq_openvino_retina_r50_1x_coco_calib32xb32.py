@@ -5,21 +5,12 @@
 # the graph.
 #   python tools/ptq.py configs/quantization/ptq/detection/ptq_openvino_retina_r50_1x_coco_calib32xb32.py
 # It needs COCO in data/coco (mmdet's layout).
-_base_ = ['mmdet::retinanet/retinanet_r50_fpn_1x_coco.py']
+_base_ = [
+    'mmdet::retinanet/retinanet_r50_fpn_1x_coco.py',
+    '../../deploy_cfgs/mmdet/detection_openvino_dynamic-800x1344.py'  # noqa: E501
+]
 
 float_checkpoint = 'https://download.openmmlab.com/mmdetection/v2.0/retinanet/retinanet_r50_fpn_1x_coco/retinanet_r50_fpn_1x_coco_20200130-c2398f9e.pth'  # noqa: E501
-
-# mmdeploy's deployment settings MMRazor's configs carry. Not read yet:
-# MMArchitectureQuant takes no deploy_cfg (issue 14); tools/export.py
-# exports the tensor outputs (no post-processing) to QDQ ONNX.
-deploy_cfg = dict(
-    onnx_config=dict(type='onnx', opset_version=13, input_names=['input'],
-                     output_names=['cls_scores', 'bbox_preds']),
-    codebase_config=dict(type='mmdet', task='ObjectDetection',
-                         model_type='end2end'),
-    backend_config=dict(
-        type='openvino',
-        model_inputs=[dict(opt_shapes=dict(input=[1, 3, 800, 1344]))]))
 
 # Calibrate on training images through the deterministic test pipeline.
 calibrate_dataloader = dict(
@@ -46,6 +37,7 @@ model = dict(
     data_preprocessor=dict(
         _base_.model.data_preprocessor, type='mmdet.DetDataPreprocessor'),
     architecture=_base_.model,
+    deploy_cfg=_base_.deploy_cfg,
     float_checkpoint=float_checkpoint,
     quantizer=dict(
         type='mmrazor_quant.OpenVINOQuantizer',

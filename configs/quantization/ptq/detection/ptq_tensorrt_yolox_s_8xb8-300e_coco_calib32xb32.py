@@ -4,22 +4,27 @@
 # and losses stay out of the graph.
 #   python tools/ptq.py configs/quantization/ptq/detection/ptq_tensorrt_yolox_s_8xb8-300e_coco_calib32xb32.py
 # It needs COCO in data/coco (mmdet's layout).
-_base_ = ['mmdet::yolox/yolox_s_8xb8-300e_coco.py']
+_base_ = [
+    'mmdet::yolox/yolox_s_8xb8-300e_coco.py',
+    '../../deploy_cfgs/mmdet/detection_tensorrt-int8-explicit_dynamic-320x320-1344x1344.py'  # noqa: E501
+]
 
 float_checkpoint = 'https://download.openmmlab.com/mmdetection/v2.0/yolox/yolox_s_8x8_300e_coco/yolox_s_8x8_300e_coco_20211121_095711-4592a793.pth'  # noqa: E501
 
-# mmdeploy's deployment settings MMRazor's configs carry. Not read yet:
-# MMArchitectureQuant takes no deploy_cfg (issue 14); tools/export.py
-# exports the tensor outputs (no post-processing) to QDQ ONNX.
+# The deploy config's, for YOLOXHead's three output groups at 640x640;
+# tools/export.py writes the head's raw outputs (no post-processing).
 deploy_cfg = dict(
-    onnx_config=dict(type='onnx', opset_version=13, input_names=['input'],
-                     output_names=['cls_scores', 'bbox_preds',
-                                   'objectnesses']),
-    codebase_config=dict(type='mmdet', task='ObjectDetection',
-                         model_type='end2end'),
+    _base_.deploy_cfg,
+    onnx_config=dict(
+        _base_.deploy_cfg.onnx_config,
+        output_names=['cls_scores', 'bbox_preds', 'objectnesses']),
     backend_config=dict(
-        type='tensorrt',
-        model_inputs=[dict(opt_shapes=dict(input=[1, 3, 640, 640]))]))
+        _base_.deploy_cfg.backend_config,
+        model_inputs=[
+            dict(input_shapes=dict(input=dict(
+                min_shape=[1, 3, 320, 320], opt_shape=[1, 3, 640, 640],
+                max_shape=[1, 3, 1344, 1344])))
+        ]))
 
 # Calibrate on training images (the COCO set inside the mosaic/mixup
 # wrapper) through the deterministic test pipeline.
@@ -50,6 +55,7 @@ model = dict(
     data_preprocessor=dict(
         type='mmdet.DetDataPreprocessor', pad_size_divisor=32),
     architecture=_base_.model,
+    deploy_cfg=deploy_cfg,
     float_checkpoint=float_checkpoint,
     quantizer=dict(
         type='mmrazor_quant.TensorRTQuantizer',

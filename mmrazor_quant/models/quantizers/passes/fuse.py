@@ -13,6 +13,9 @@ import torch
 import torch.nn.functional as F
 from torch import fx, nn
 
+from mmrazor_quant.models.task_modules.tracer.layer_types import \
+    plain_layer_type
+
 from mmrazor_quant.models.fake_quants.base import BaseFakeQuantize
 from mmrazor_quant.models.qat_modules import (ConvBn2d, ConvBnReLU2d,
                                               LinearBn1d, LinearBnReLU1d)
@@ -104,7 +107,7 @@ def _match_chain(root: nn.Module, conv_node: fx.Node,
     if bn_node is None or bn_node.op != 'call_module' or \
             len(bn_node.args) != 1 or bn_node.kwargs:
         return None
-    key = (type(node_module(root, conv_node)),
+    key = (plain_layer_type(node_module(root, conv_node)),
            type(node_module(root, bn_node)))
     if key not in _FUSIONS:
         return None
@@ -155,7 +158,7 @@ def _collect_chains(
     for mode, graph in graphs.items():
         for node in graph.nodes:
             if node.op != 'call_module' or skip(node.target) or \
-                    type(node_module(root, node)) not in _LAYER_TYPES:
+                    plain_layer_type(node_module(root, node)) not in _LAYER_TYPES:
                 continue
             calls[node.target].append(
                 (mode, _match_chain(root, node, fuse_relu)))
@@ -218,7 +221,7 @@ def _build_fused(root: nn.Module, name: str, chain: _Chain,
     conv_node, bn_node, relu_node = chain
     layer = node_module(root, conv_node)
     bn = node_module(root, bn_node)
-    plain_cls, relu_cls = _FUSIONS[(type(layer), type(bn))]
+    plain_cls, relu_cls = _FUSIONS[(plain_layer_type(layer), type(bn))]
     fused_cls = plain_cls if relu_node is None else relu_cls
     try:
         weight_fake_quant = build_weight_fake_quant(factory, name, layer)

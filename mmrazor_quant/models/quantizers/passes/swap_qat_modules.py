@@ -4,6 +4,9 @@ from typing import Callable, Dict, List, Optional
 
 from torch import fx, nn
 
+from mmrazor_quant.models.task_modules.tracer.layer_types import \
+    plain_layer_type
+
 from mmrazor_quant.models.qat_modules import (ConvReLU1d, ConvReLU2d,
                                               ConvReLU3d, LinearReLU,
                                               QATConv1d, QATConv2d, QATConv3d,
@@ -48,7 +51,7 @@ def _swap_targets(root: nn.Module, graphs: Dict[str, fx.Graph],
     for graph in graphs.values():
         for node in graph.nodes:
             if node.op != 'call_module' or skip(node.target) or \
-                    type(node_module(root, node)) not in _SWAPS:
+                    plain_layer_type(node_module(root, node)) not in _SWAPS:
                 continue
             relu = _relu_after(root, node) if fuse_relu else None
             relus.setdefault(node.target, [])
@@ -105,7 +108,7 @@ def swap_qat_modules(root: nn.Module,
     swapped = {}
     for name, relu_nodes in targets.items():
         layer = root.get_submodule(name)
-        plain_cls, relu_cls = _SWAPS[type(layer)]
+        plain_cls, relu_cls = _SWAPS[plain_layer_type(layer)]
         qat_cls = relu_cls if relu_nodes else plain_cls
         try:
             weight_fake_quant = build_weight_fake_quant(

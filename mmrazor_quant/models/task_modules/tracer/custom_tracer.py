@@ -15,6 +15,7 @@ from mmrazor_quant.registry import TASK_UTILS
 from .example_values import (EXAMPLE_BATCH_SIZE, UNKNOWN, Unknown,
                              ValueProxy, evaluate_node, patched_factories,
                              preserved_state, shadowed_builtins)
+from .layer_types import plain_layer_type
 from .mmdet_rewrites import mmdet_rewrites
 from .path_utils import resolve_dotted_path, resolve_method
 from .shape_guards import CONVERSIONS, check_shape_guard, decision_site
@@ -125,6 +126,8 @@ class CustomTracer(Tracer):
         """Whether ``m`` becomes a single ``call_module`` node."""
         return (module_qualified_name in self._leaf_names
                 or self._is_leaf_class(type(m))
+                # mmcv's Linear/Conv wrappers: quantized as torch's layers
+                or plain_layer_type(m) is not type(m)
                 or getattr(type(m), 'is_fx_leaf', False) is True
                 or super().is_leaf_module(m, module_qualified_name))
 

@@ -1,0 +1,228 @@
+"""Export a config's quantized model the way its ``deploy_cfg`` describes,
+with command-line overrides, and check it against the simulation: what
+``tools/export.py`` and ``tools/ptq.py --export`` run."""
+import os
+import os.path as osp
+from dataclasses import dataclass, fields, replace
+from typing import Dict, List, Optional, Tuple
+
+import torch
+import torch.nn.functional as F
+from mmengine.config import Config
+from torch import nn
+
+from .deploy_config import DeployConfig
+
+__all__ = [
+    'ExportSettings', 'resolve_output_path', 'export_and_check',
+    'check_exportable', 'export_runner_model', 'deploy_config_of',
+    'PARITY_RUNTIME'
+]
+
+#: The runtime each backend's ONNX is checked in (TensorRT's explicit QDQ
+#: runs in onnxruntime here; there is no TensorRT on CPU).
+PARITY_RUNTIME = dict(onnxruntime='onnxruntime', openvino='openvino',
+                      tensorrt='onnxruntime')
+
+
+@dataclass(frozen=True)
+class ExportSettings:
+    """What to export: the ``deploy_cfg``'s values, overridden field by
+    field by the command line.
+
+    Attributes:
+        backend (str): ``onnxruntime``, ``openvino`` or ``tensorrt``.
+        opset (int, optional): None picks 17, or 21 for 4-bit grids.
+        input_names, output_names (list[str], optional): Graph names.
+        dynamic_axes (dict, optional): None gives a dynamic batch only.
+        input_hw (tuple, optional): ``(height, width)`` to resize the
+            example and parity inputs to; None keeps the data's size.
+        implicit (bool): TensorRT implicit mode (float ONNX + ranges).
+        save_file (str, optional): The ONNX file name.
+    """
+    backend: Optional[str] = None
+    opset: Optional[int] = None
+    input_names: Optional[List[str]] = None
+    output_names: Optional[List[str]] = None
+    dynamic_axes: Optional[Dict[str, Dict[int, str]]] = None
+    input_hw: Optional[Tuple[int, int]] = None
+    implicit: bool = False
+    save_file: Optional[str] = None
+
+    @classmethod
+    def resolve(cls, deploy_cfg: Optional[DeployConfig],
+                **overrides) -> 'ExportSettings':
+        """The ``deploy_cfg``'s settings with each non-None override on top.
+
+        Raises:
+            ValueError: If no backend is given by either.
+        """
+        base = cls() if deploy_cfg is None else cls(
+            backend=deploy_cfg.backend,
+            opset=deploy_cfg.export_opset(),
+            input_names=deploy_cfg.input_names,
+            output_names=deploy_cfg.output_names,
+            dynamic_axes=deploy_cfg.dynamic_axes or None,
+            input_hw=deploy_cfg.example_hw(),
+            implicit=deploy_cfg.implicit,
+            save_file=deploy_cfg.save_file)
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(overrides) - known)
+        if unknown:
+            raise TypeError(f'unknown export settings {unknown}')
+        settings = replace(base, **{k: v for k, v in overrides.items()
+                                    if v is not None})
+        if settings.backend is None:
+            raise ValueError('no backend to export for: the config has no '
+                             'model.deploy_cfg; pass --backend '
+                             'onnxruntime|openvino|tensorrt')
+        return settings
+
+    def exporter_kwargs(self) -> dict:
+        """Arguments of the backend's exporter."""
+        kwargs = dict(opset=self.opset, input_names=self.input_names,
+                      output_names=self.output_names,
+                      dynamic_axes=self.dynamic_axes)
+        if self.implicit:
+            kwargs['implicit'] = True
+        return kwargs
+
+
+def resolve_output_path(settings: ExportSettings, config: str,
+                        checkpoint: Optional[str] = None,
+                        out: Optional[str] = None,
+                        work_dir: Optional[str] = None) -> str:
+    """Where the ``.onnx`` goes, the OpenMMLab way.
+
+    * ``out``: that file; a directory (existing, or ending in ``/``) is
+      taken as a work dir;
+    * ``work_dir``: ``<work_dir>/<save_file>``, or
+      ``<work_dir>/<config name>_<backend>.onnx`` without a ``save_file``;
+    * neither: beside the checkpoint, as ``<save_file>`` or
+      ``<checkpoint name>_<backend>.onnx``.
+
+    Raises:
+        ValueError: If both ``out`` and ``work_dir`` are given, or ``out``
+            does not end in ``.onnx``.
+    """
+    if out is not None and work_dir is not None:
+        raise ValueError('give --out FILE or --work-dir DIR, not both')
+    if out is not None and (out.endswith(('/', os.sep)) or osp.isdir(out)):
+        out, work_dir = None, out
+    if out is not None:
+        if not out.endswith('.onnx'):
+            raise ValueError(f'--out {out!r} must name an .onnx file (or '
+                             'be a directory to write into)')
+        return out
+    stem = osp.splitext(osp.basename(config))[0]
+    if work_dir is not None:
+        return osp.join(work_dir, settings.save_file or
+                        f'{stem}_{settings.backend}.onnx')
+    if checkpoint is None:
+        raise ValueError('no output path: give --out or --work-dir')
+    if settings.save_file:
+        return osp.join(osp.dirname(checkpoint), settings.save_file)
+    return osp.splitext(checkpoint)[0] + f'_{settings.backend}.onnx'
+
+
+def _resize(inputs: torch.Tensor,
+            hw: Optional[Tuple[int, int]]) -> torch.Tensor:
+    if hw is None or tuple(inputs.shape[-2:]) == tuple(hw):
+        return inputs
+    return F.interpolate(inputs, size=hw, mode='bilinear',
+                         align_corners=False)
+
+
+def export_and_check(model: nn.Module,
+                     cfg: Config,
+                     settings: ExportSettings,
+                     out: str,
+                     num_samples: int = 256,
+                     verify: bool = True,
+                     float_bias: bool = False,
+                     log=print):
+    """Export ``model`` to ``out`` with ``settings`` and report its parity
+    with the simulation on the config's test data.
+
+    Args:
+        model (MMArchitectureQuant): Calibrated, in eval mode.
+        cfg (Config): Has ``test_dataloader``.
+        settings (ExportSettings): What to write.
+        out (str): The ``.onnx`` path.
+        num_samples (int): Test samples for the parity check. Defaults to
+            256.
+        verify (bool): Run the parity check. Defaults to True.
+        float_bias (bool): onnxruntime: keep the biases off the int32 grid.
+            Defaults to False.
+        log (callable): Prints a line. Defaults to :func:`print`.
+
+    Returns:
+        tuple: The :class:`ExportResult` and the parity report (None when
+        not checked).
+    """
+    from . import align_bias_to_int32_grid_, check_parity, export_model
+    from .from_config import preprocessed_batches
+    batches = list(preprocessed_batches(model, cfg, num_samples))
+    inputs = _resize(torch.cat([x for x, _ in batches]), settings.input_hw)
+    labels = torch.cat([s.gt_label.label[:1] for _, samples in batches
+                        for s in samples]) if hasattr(
+                            batches[0][1][0], 'gt_label') else None
+    if settings.input_hw is not None:
+        log('export and parity at {}x{} (deploy_cfg input shape)'.format(
+            *settings.input_hw))
+    if settings.backend == 'onnxruntime' and not float_bias:
+        # The simulation this export matches: see docs/deploy.md.
+        log(align_bias_to_int32_grid_(model).format())
+    result = export_model(model, inputs[:2], out, settings.backend,
+                          **settings.exporter_kwargs())
+    for role, path in result.files.items():
+        log(f'wrote {role:8s}: {path}')
+    if not verify:
+        return result, None
+    if settings.implicit:
+        log('implicit mode: the float ONNX is not compared (TensorRT '
+            'applies the ranges at build time)')
+        return result, None
+    report = check_parity(result.deploy_model, out, inputs,
+                          PARITY_RUNTIME[settings.backend], labels=labels)
+    log(report.format())
+    return result, report
+
+
+def deploy_config_of(cfg: Config) -> Optional[DeployConfig]:
+    deploy_cfg = cfg.model.get('deploy_cfg')
+    return None if deploy_cfg is None else DeployConfig.from_dict(deploy_cfg)
+
+
+def check_exportable(cfg: Config, backend: Optional[str] = None) -> None:
+    """Raise now, before any work, if ``cfg`` cannot be exported for
+    ``backend`` (or its ``model.deploy_cfg``'s backend).
+
+    Raises:
+        ValueError: If ``model.deploy_cfg`` is invalid or absent while
+            ``backend`` is None.
+    """
+    if backend is None and cfg.model.get('deploy_cfg') is None:
+        raise ValueError('--export: the config has no model.deploy_cfg; '
+                         'name the backend (--export openvino) or add '
+                         "MMRazor's deploy_cfg (see docs/get_started.md)")
+    deploy_config_of(cfg)
+
+
+def export_runner_model(runner, config: str, backend: Optional[str] = None,
+                        num_samples: int = 256) -> Optional[str]:
+    """Export the Runner's calibrated model into its work dir (on rank 0)
+    and check parity; see :func:`export_and_check`.
+
+    Returns:
+        str, optional: The ``.onnx`` written (None on other ranks).
+    """
+    from mmengine.dist import get_rank
+    if get_rank() != 0:
+        return None
+    model = getattr(runner.model, 'module', runner.model).eval()
+    settings = ExportSettings.resolve(model.deploy_cfg, backend=backend)
+    out = resolve_output_path(settings, config, work_dir=runner.work_dir)
+    export_and_check(model, runner.cfg, settings, out, num_samples,
+                     log=runner.logger.info)
+    return out
