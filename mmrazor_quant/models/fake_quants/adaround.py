@@ -148,9 +148,9 @@ class AdaRoundFakeQuantize(FakeQuantize):
                              f'{_MODES}, got {self.rounding!r}')
         if self.rounding == 'nearest' or self.alpha is None:
             return super().forward(x)
-        if self.observer_enabled[0]:
+        if self.observer_on:
             self.observe(x)
-        if not self.fake_quant_enabled[0]:
+        if not self.fake_quant_on:
             return x
         scale, zero_point = self._grid(x)
         floor = torch.floor(x.detach() / scale)

@@ -46,7 +46,7 @@ class FixedFakeQuantize(BaseFakeQuantize):
                  zero_point: Optional[Tensor] = None,
                  observer: Optional[Union[dict, nn.Module]] = None) -> None:
         super().__init__(observer, qscheme)
-        self.observer_enabled.fill_(0)
+        self.disable_observer()
         self.register_buffer('scale', self._new_qparam(1.0, torch.float32))
         self.register_buffer(
             'zero_point',

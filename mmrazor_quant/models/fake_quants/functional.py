@@ -122,9 +122,10 @@ def _fixed_qparams(x: Tensor, scale: Number, zero_point: Number,
 
 
 def _is_tracing() -> bool:
-    """Whether an export / compile / JIT trace records this call: it then
-    takes the single ATen op, which exporters recognise."""
-    return (torch.compiler.is_compiling() or torch.jit.is_tracing()
+    """Whether an export / JIT trace records this call: it then takes the
+    single ATen op, which exporters recognise. ``torch.compile`` takes the
+    plain-op formulas instead (the eager numerics, no graph break)."""
+    return (torch.compiler.is_exporting() or torch.jit.is_tracing()
             or torch.onnx.is_in_onnx_export())
 
 

@@ -100,7 +100,7 @@ class PACTFakeQuantize(BaseFakeQuantize):
         self.alpha = nn.Parameter(
             torch.tensor(1.0 if init_alpha is None else float(init_alpha)))
         if not self.init_from_observer:
-            self.initialized.fill_(1)
+            self._set_flag('initialized', True)
 
     def positive_alpha(self) -> Tensor:
         """``max(alpha, eps)`` with a straight-through gradient."""
@@ -120,13 +120,13 @@ class PACTFakeQuantize(BaseFakeQuantize):
         alpha = (self.quant_max - zero_point.float()) * scale
         # .data: see BaseFakeQuantize._set_qparams.
         self.alpha.data.copy_(alpha.reshape(()))
-        self.initialized.fill_(1)
+        self._set_flag('initialized', True)
 
     def forward(self, x: Tensor) -> Tensor:
         """Observe (if enabled) and fake-quantize (if enabled) ``x``."""
-        if self.observer_enabled[0]:
+        if self.observer_on:
             self.observe(x)
-        if not self.fake_quant_enabled[0]:
+        if not self.fake_quant_on:
             return x
         self._check_initialized()
         return _PACT.apply(x, self.positive_alpha(), self.quant_min,

@@ -75,7 +75,7 @@ class QDropFakeQuantize(FakeQuantize):
 
     def forward(self, x: Tensor) -> Tensor:
         out = super().forward(x)
-        if not self.training or not self.fake_quant_enabled[0] \
+        if not self.training or not self.fake_quant_on \
                 or self.drop_prob == 0:
             return out
         return drop_quantization(x, out, self.drop_prob, self.generator)
