@@ -34,13 +34,11 @@ def check_compile_cfg(compile_cfg: Any) -> Optional[dict]:
     """
     if compile_cfg is None or compile_cfg is False:
         return None
-    if compile_cfg is True:
-        compile_cfg = {}
-    if not isinstance(compile_cfg, dict):
+    if not isinstance(compile_cfg, (bool, dict)):
         raise TypeError('`compile` must be a bool or a dict of '
                         'torch.compile arguments, got '
                         f'{type(compile_cfg).__name__}')
-    options = dict(compile_cfg)
+    options = {} if compile_cfg is True else dict(compile_cfg)
     if options.get('backend', 'inductor') == 'inductor':
         missing = _inductor_missing('cuda' if torch.cuda.is_available()
                                     else 'cpu')
