@@ -76,6 +76,7 @@ def build_runner(args: argparse.Namespace,
     from mmengine.runner import Runner
 
     from mmrazor_quant.engine import setup_cpu_dist
+    from mmrazor_quant.engine.runner.compile import check_compile_cfg
     from mmrazor_quant.registry import register_all_modules
     from .checkpoint import register_checkpoint_safe_globals
     from .config_checks import check_loop_cfgs, load_config
@@ -85,6 +86,7 @@ def build_runner(args: argparse.Namespace,
     register_checkpoint_safe_globals()
     cfg = merge_args(load_config(args.config), args)
     check_loop_cfgs(cfg)
+    check_compile_cfg(cfg.get('compile'))
     setup_cpu_dist(cfg)
     return Runner.from_cfg(cfg)
 
