@@ -170,12 +170,14 @@ class FusedBnMixin:
         ``scale`` above was computed from ``running_var``; under
         ``torch.compile`` AOTAutograd may recompute it in the backward from
         the buffer, which an in-place update has changed by then (wrong
-        weight gradients, seen with torch 2.13 when a ReLU follows). The
-        update runs on copies (ATen's own arithmetic) that then become the
-        buffers.
+        weight gradients, seen with torch 2.13 when a ReLU follows). Compiled,
+        the update runs on copies (ATen's own arithmetic) that then become
+        the buffers; eagerly BN updates its buffers in place as usual (DDP's
+        buffer broadcast holds on to them).
         """
         bn = self.bn
-        if bn.momentum is None:  # cumulative average: BN's own bookkeeping
+        # momentum=None (cumulative average) keeps BN's own bookkeeping.
+        if not torch.compiler.is_compiling() or bn.momentum is None:
             return bn(out)
         running_mean = bn.running_mean.clone()
         running_var = bn.running_var.clone()
