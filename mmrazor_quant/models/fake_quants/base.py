@@ -41,6 +41,8 @@ class BaseFakeQuantize(nn.Module):
 
     #: Tracers keep this module as one ``call_module`` node.
     is_fx_leaf = True
+    #: What ``QConfigHandler`` accepts as ``*_fake_quant`` (see its ROLES).
+    quant_role = 'fake_quant'
     #: The qparam tensors, sized per channel and resized on load.
     _qparam_names: Tuple[str, ...] = ('scale', 'zero_point')
 

@@ -8,6 +8,7 @@ from mmrazor_quant.registry import MODELS
 from mmrazor_quant.structures.quantization import QSchema
 from .base import BaseFakeQuantize
 from .functional import fake_quantize
+from .kernels import check_float_input
 
 __all__ = ['FixedFakeQuantize']
 
@@ -95,6 +96,7 @@ class FixedFakeQuantize(BaseFakeQuantize):
 
     def forward(self, x: Tensor) -> Tensor:
         """Fake-quantize ``x`` with the frozen qparams."""
+        check_float_input(x, self.name)
         return fake_quantize(
             x, self.scale, self.zero_point, self.quant_min, self.quant_max,
             self.ch_axis if self.is_per_channel else None,

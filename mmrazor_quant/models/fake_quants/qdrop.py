@@ -40,7 +40,10 @@ def drop_quantization(x: Tensor,
     Returns:
         Tensor: The mixture; gradients flow to the branch each element took.
     """
-    u = torch.rand(x.shape, generator=generator, dtype=x.dtype)
+    # Drawn where the generator lives (the default one: x's device), in
+    # float32 so that u < p is the same test for every input dtype.
+    device = generator.device if generator is not None else x.device
+    u = torch.rand(x.shape, generator=generator, device=device)
     return torch.where(u.to(x.device) < drop_prob, x, x_quant)
 
 

@@ -44,6 +44,8 @@ class BaseObserver(nn.Module):
     per_channel: ClassVar[bool] = False
     #: Tracers keep this module as one ``call_module`` node.
     is_fx_leaf = True
+    #: What ``QConfigHandler`` accepts as ``*_observer`` (see its ROLES).
+    quant_role: ClassVar[str] = 'observer'
 
     def __init__(self, qscheme: Optional[QSchema] = None) -> None:
         super().__init__()
