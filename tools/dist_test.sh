@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Usage: bash tools/dist_test.sh CONFIG CHECKPOINT GPUS [test.py args]
-# GPUS processes per node (on CPU: processes, gloo backend).
+# GPUS processes per node, one per GPU (NCCL); without CUDA, CPU processes over gloo.
 # Multi-node: NNODES, NODE_RANK, MASTER_ADDR and PORT.
 CONFIG=$1
 CHECKPOINT=$2

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Usage: [TOOL=train|ptq] bash tools/dist_train.sh CONFIG GPUS [tool args]
-# GPUS processes per node (on CPU: processes, gloo backend); TOOL=ptq runs
+# GPUS processes per node, one per GPU (NCCL for CUDA tensors, see
+# docs/distributed.md); without CUDA, GPUS CPU processes over gloo. TOOL=ptq runs
 # tools/ptq.py instead of tools/train.py (as in slurm_train.sh).
 # Multi-node: NNODES, NODE_RANK, MASTER_ADDR and PORT.
 CONFIG=$1

@@ -2,7 +2,7 @@
 # Usage: [GPUS=8] [GPUS_PER_NODE=8] [CPUS_PER_TASK=5] [SRUN_ARGS=...] \
 #   bash tools/slurm_test.sh PARTITION JOB_NAME CONFIG CHECKPOINT [test.py args]
 #
-# One task per GPU, GPUS tasks in all, GPUS_PER_NODE per node. On CPU-only
+# One task per GPU (NCCL), GPUS tasks in all, GPUS_PER_NODE per node. On CPU-only
 # partitions set GRES=none (no `--gres=gpu:N` request); each task then is a
 # process of a gloo group. PYTHON picks the interpreter on the nodes.
 # OMP_NUM_THREADS defaults to CPUS_PER_TASK so tasks do not oversubscribe.

@@ -2,9 +2,9 @@
 # Usage: [GPUS=8] [GPUS_PER_NODE=8] [CPUS_PER_TASK=5] [SRUN_ARGS=...] \
 #   bash tools/slurm_train.sh PARTITION JOB_NAME CONFIG [WORK_DIR] [train.py args]
 #
-# One task per GPU, GPUS tasks in all, GPUS_PER_NODE per node. On CPU-only
-# partitions set GRES=none (no `--gres=gpu:N` request); each task then is a
-# process of a gloo group. TOOL=ptq runs tools/ptq.py instead of train.py
+# One task per GPU, GPUS tasks in all, GPUS_PER_NODE per node, NCCL between
+# the GPUs. On CPU-only partitions set GRES=none (no `--gres=gpu:N` request);
+# each task then is a process of a gloo group. TOOL=ptq runs tools/ptq.py instead of train.py
 # (same arguments), PYTHON picks the interpreter on the nodes.
 # OMP_NUM_THREADS defaults to CPUS_PER_TASK so tasks do not oversubscribe.
 set -x

@@ -10,8 +10,9 @@ default_hooks = dict(
     logger=dict(type='LoggerHook', interval=20),
     checkpoint=dict(type='CheckpointHook', interval=1, max_keep_ckpts=2))
 
-# CPU first: gloo works everywhere, NCCL only on GPUs.
-env_cfg = dict(dist_cfg=dict(backend='gloo'))
+# torch's device-mapped backend: NCCL for CUDA tensors on GPU machines, gloo
+# for CPU tensors (and on CPU-only machines, see mmrazor_quant/engine/dist.py).
+env_cfg = dict(dist_cfg=dict(backend='cpu:gloo,cuda:nccl'))
 
 # A fixed seed makes the demo numbers reproducible.
 randomness = dict(seed=0, deterministic=False)

@@ -6,6 +6,12 @@ mmengine 0.10.7's ``init_dist`` calls ``torch.cuda.set_device`` for the
 process group itself in that case; the Runner then finds it initialised and
 skips ``init_dist``. With CUDA it does nothing and mmengine proceeds as
 usual.
+
+The configs ask for ``backend='cpu:gloo,cuda:nccl'`` (torch's device-mapped
+form): on GPUs, mmengine passes it to ``init_process_group``, CUDA tensors
+(DDP gradients, the observers' all-reduces) go over NCCL and CPU tensors over
+gloo; here the ``cpu`` entry is taken. No config is edited to move between
+the two.
 """
 import datetime
 import os
@@ -16,7 +22,7 @@ import torch
 import torch.distributed as torch_dist
 from mmengine.logging import print_log
 
-__all__ = ['setup_cpu_dist', 'teardown_dist']
+__all__ = ['cpu_backend', 'setup_cpu_dist', 'teardown_dist']
 
 _LAUNCHERS = ('none', 'pytorch', 'slurm', 'mpi')
 
@@ -25,8 +31,10 @@ def setup_cpu_dist(cfg) -> bool:
     """Initialise a gloo process group for ``cfg.launcher`` without CUDA.
 
     Reads ``cfg.launcher`` and ``cfg.env_cfg.dist_cfg`` (``backend``,
-    ``timeout`` in seconds, ``port`` for slurm). A backend other than gloo
-    is replaced by gloo with a warning: NCCL needs GPUs.
+    ``timeout`` in seconds, ``port`` for slurm). A device-mapped backend
+    (``'cpu:gloo,cuda:nccl'``) gives its ``cpu`` entry; a backend without a
+    gloo entry for CPU (``'nccl'``) is replaced by gloo with a message:
+    NCCL needs GPUs.
 
     Args:
         cfg (Config | dict): The runner config, after the command line.
@@ -52,7 +60,7 @@ def setup_cpu_dist(cfg) -> bool:
     if launcher == 'slurm':
         _export_slurm_env(dist_cfg.get('port'))
     backend = dist_cfg.get('backend', 'gloo')
-    if backend != 'gloo':
+    if cpu_backend(backend) != 'gloo':
         print_log(f'env_cfg.dist_cfg.backend={backend!r} needs CUDA; using '
                   'gloo on this CPU-only machine', logger='current')
     kwargs = {}
@@ -61,6 +69,36 @@ def setup_cpu_dist(cfg) -> bool:
     torch_dist.init_process_group(backend='gloo', init_method='env://',
                                   **kwargs)
     return True
+
+
+def cpu_backend(backend: str) -> str:
+    """The backend ``backend`` uses for CPU tensors.
+
+    Examples:
+        >>> cpu_backend('cpu:gloo,cuda:nccl')
+        'gloo'
+        >>> cpu_backend('nccl')
+        'nccl'
+
+    Args:
+        backend (str): ``env_cfg.dist_cfg.backend``: one backend name, or
+            torch's ``device:backend`` pairs separated by commas.
+
+    Returns:
+        str: The entry for ``cpu`` of a device-mapped string, else
+        ``backend`` itself.
+
+    Raises:
+        ValueError: If a device-mapped string is malformed.
+    """
+    if ':' not in backend:
+        return backend
+    pairs = [entry.split(':') for entry in backend.split(',')]
+    if any(len(pair) != 2 or not all(pair) for pair in pairs):
+        raise ValueError('env_cfg.dist_cfg.backend must be a backend name or '
+                         "'device:backend' pairs such as "
+                         f"'cpu:gloo,cuda:nccl', got {backend!r}")
+    return dict(pairs).get('cpu', '')
 
 
 def teardown_dist() -> bool:

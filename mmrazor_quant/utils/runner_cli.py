@@ -77,6 +77,7 @@ def build_runner(args: argparse.Namespace,
     from mmengine.runner import Runner
 
     from mmrazor_quant.engine import setup_cpu_dist
+    from mmrazor_quant.engine.runner.compile import check_compile_cfg
     from mmrazor_quant.registry import register_all_modules
     from .checkpoint import read_checkpoint, register_checkpoint_safe_globals
     from .config_checks import check_loop_cfgs, load_config
@@ -93,6 +94,7 @@ def build_runner(args: argparse.Namespace,
         # and leaves no work dir behind.
         read_checkpoint(cfg.load_from, 'load_from')
     check_work_dir_writable(cfg.work_dir)
+    check_compile_cfg(cfg.get('compile'))
     setup_cpu_dist(cfg)
     runner = _from_cfg_or_clean_up(Runner, cfg)
     quiet_runner_logs(runner)

@@ -118,7 +118,8 @@ def runner_cfg(work_dir: str, kind: str = 'minmax', **overrides) -> Config:
         default_hooks=dict(
             logger=dict(type='LoggerHook', interval=1000),
             checkpoint=dict(type='CheckpointHook', interval=1)),
-        env_cfg=dict(dist_cfg=dict(backend='gloo')),
+        # The configs' backend: gloo here, NCCL for CUDA tensors on GPUs.
+        env_cfg=dict(dist_cfg=dict(backend='cpu:gloo,cuda:nccl')),
         randomness=dict(seed=0),
         log_level='WARNING')
     cfg.update(copy.deepcopy(overrides))

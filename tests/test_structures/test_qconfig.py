@@ -69,3 +69,23 @@ def test_backend_rejects_schemes_it_cannot_run():
                        match=r'TensorRTQuantizer: global_qconfig.a_qscheme '
                        'must be 8-bit signed symmetric'):
         TensorRTQuantizer(global_qconfig=qconfig())
+
+
+def test_structures_import_nothing_from_models():
+    """structures sit below models: no module under structures/ imports
+    mmrazor_quant.models (the old qconfig -> fake_quants.base circle)."""
+    import ast
+    from pathlib import Path
+
+    import mmrazor_quant.structures as structures
+    offenders = []
+    for path in Path(structures.__file__).parent.rglob('*.py'):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            offenders += [f'{path.name}: {n}' for n in names
+                          if n.startswith('mmrazor_quant.models')]
+    assert offenders == []

@@ -1,52 +1,29 @@
 """TQT fake quantization: a learned log2 threshold, power-of-two scales."""
-import math
 from typing import Optional, Union
 
 import torch
 from torch import Tensor, nn
 
 from mmrazor_quant.models.fake_quants import BaseFakeQuantize
-from mmrazor_quant.models.fake_quants import round_half_away_from_zero
+from mmrazor_quant.models.fake_quants.kernels import quantize_learnable
 from mmrazor_quant.registry import MODELS
 from mmrazor_quant.structures.quantization import QSchema, RoundingPolicy
 
 __all__ = ['TQTFakeQuantize', 'tqt_fake_quantize']
 
 
-class _TQTFunction(torch.autograd.Function):
-    """Forward and the TQT gradients (``v = x / s``, ``s = 2^ceil(l) / L``)::
-
-        y       = clamp(round(v), qmin, qmax) * s
-        dy/dx   = 1 inside the grid, 0 clipped
-        dy/dl   = s ln2 (round(v) - v) inside, s ln2 qmin / qmax clipped
-    """
-
-    @staticmethod
-    def forward(ctx, x, log2_t, levels, quant_min, quant_max, half_away):
-        scale = torch.exp2(torch.ceil(log2_t)) / levels
-        v = x / scale
-        r = round_half_away_from_zero(v) if half_away else torch.round(v)
-        q = r.clamp(quant_min, quant_max)
-        ctx.save_for_backward(v, r, scale)
-        ctx.quant_range = (quant_min, quant_max)
-        return q * scale
-
-    @staticmethod
-    def backward(ctx, grad):
-        v, r, scale = ctx.saved_tensors
-        quant_min, quant_max = ctx.quant_range
-        below, above = r < quant_min, r > quant_max
-        inside = ~(below | above)
-        d_log2 = torch.where(
-            below, torch.full_like(v, quant_min),
-            torch.where(above, torch.full_like(v, quant_max), r - v))
-        grad_l = (grad * d_log2).sum() * scale * math.log(2.0)
-        return grad * inside, grad_l.reshape(()), None, None, None, None
+def _pot_scale(log2_t: Tensor, levels: float) -> Tensor:
+    """``s = 2^ceil(log2_t) / levels``, differentiated as if without the
+    ceil (straight-through): ``ds/dl = s ln2``, TQT's gradient."""
+    exponent = log2_t + (torch.ceil(log2_t) - log2_t).detach()
+    return torch.exp2(exponent) / levels
 
 
 def tqt_fake_quantize(x: Tensor, log2_t: Tensor, bit: int, signed: bool,
                       rounding=RoundingPolicy.HALF_EVEN) -> Tensor:
-    """``clamp(round(x / s), qmin, qmax) * s`` with ``s = 2^ceil(log2_t) /
+    """``clamp(round(x / s), qmin, qmax) * s`` (TQT's gradients: ``dy/dx``
+    1 inside the grid, 0 clipped; ``dy/dl = s ln2 (round(v) - v)`` inside,
+    ``s ln2 qmin / qmax`` clipped, ``v = x / s``) with ``s = 2^ceil(log2_t) /
     2^(b-1)`` (signed, ``[qmin, qmax] = [-2^(b-1), 2^(b-1) - 1]``) or
     ``2^ceil(log2_t) / 2^b`` (unsigned, ``[0, 2^b - 1]``).
 
@@ -66,8 +43,11 @@ def tqt_fake_quantize(x: Tensor, log2_t: Tensor, bit: int, signed: bool,
     else:
         levels, qmin, qmax = 2**bit, 0, 2**bit - 1
     half_away = RoundingPolicy(rounding) is RoundingPolicy.HALF_AWAY_FROM_ZERO
-    return _TQTFunction.apply(x, log2_t, float(levels), qmin, qmax,
-                              half_away)
+    # LSQ's kernel with z = 0: dy/ds = round(v) - v inside, qmin / qmax
+    # clipped, times ds/dl = s ln2 is TQT's dy/dl.
+    scale = _pot_scale(log2_t, float(levels))
+    return quantize_learnable(x, scale, torch.zeros_like(scale), qmin, qmax,
+                              None, 1.0, half_away)
 
 
 @MODELS.register_module()

@@ -14,6 +14,11 @@ training, with MMRazor's names and arguments.
 Every switch is derived from the epoch or iteration number at the start of
 each epoch / iteration, so a resumed run sets the same state as an
 uninterrupted one.
+
+With ``compile`` in the config (mmengine's option, e.g. ``compile=True``),
+mmengine compiles ``train_step`` and these loops compile ``val_step``,
+``test_step`` and ``calibrate_step`` with the same options (see
+:mod:`.compile`); a switch that flips recompiles once.
 """
 import os.path as osp
 import time
@@ -37,6 +42,7 @@ from .calibration import (calibrate, check_begin, check_steps,
                           default_calibrate_cfg, loader_length, mean_losses,
                           reached, restore_switches, save_switches,
                           set_quant_state)
+from .compile import check_compile_cfg, compile_steps
 
 __all__ = [
     'PTQLoop', 'QATEpochBasedLoop', 'LSQEpochBasedLoop', 'QATIterBasedLoop',
@@ -151,6 +157,7 @@ class PTQLoop(TestLoop):
         else:
             self.calibrate()
             self._save_ptq_checkpoint()
+        compile_steps(self.runner, 'test_step')
         return super().run()
 
     def calibrate(self) -> None:
@@ -158,6 +165,7 @@ class PTQLoop(TestLoop):
         logger = self.runner.logger
         self._run_passes('before_calibration')
         logger.info(f'PTQ: calibrating on {self.calibrate_steps} batches')
+        compile_steps(self.runner, 'calibrate_step')
         start = time.time()
         calibrate(self.runner.model, self.calibrate_dataloader,
                   self.calibrate_steps)
@@ -293,6 +301,8 @@ class QATEpochBasedLoop(_QATSwitchesMixin, EpochBasedTrainLoop):
         super().__init__(runner, dataloader, max_epochs, val_begin,
                          val_interval, dynamic_intervals)
         self._init_switches(freeze_bn_begin, disable_observer_begin)
+        # mmengine compiles train_step lazily: fail before training starts.
+        check_compile_cfg(runner.cfg.get('compile'))
 
     def run_epoch(self) -> None:
         """Set the quantizer state for this epoch, then train it."""
@@ -394,6 +404,7 @@ class QATIterBasedLoop(_QATSwitchesMixin, IterBasedTrainLoop):
         super().__init__(runner, dataloader, max_iters, val_begin,
                          val_interval, dynamic_intervals)
         self._init_switches(freeze_bn_begin, disable_observer_begin)
+        check_compile_cfg(runner.cfg.get('compile'))
         self._applied: Optional[Tuple[bool, bool]] = None
 
     def run(self):
@@ -432,6 +443,7 @@ class QATValLoop(ValLoop):
         """Run both passes and return the prefixed metrics."""
         self.runner.call_hook('before_val')
         self.runner.call_hook('before_val_epoch')
+        compile_steps(self.runner, 'val_step')
         model = self.runner.model
         model.eval()
         switches = save_switches(model)

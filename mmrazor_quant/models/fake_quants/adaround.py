@@ -26,6 +26,7 @@ from mmrazor_quant.registry import MODELS
 from mmrazor_quant.structures.quantization import QSchema
 from .base import BaseFakeQuantize
 from .fake_quantize import FakeQuantize
+from .kernels import check_float_input
 
 __all__ = ['AdaRoundFakeQuantize', 'rectified_sigmoid',
            'rounding_regularizer']
@@ -148,15 +149,18 @@ class AdaRoundFakeQuantize(FakeQuantize):
                              f'{_MODES}, got {self.rounding!r}')
         if self.rounding == 'nearest' or self.alpha is None:
             return super().forward(x)
-        if self.observer_enabled[0]:
+        if self.observer_on:
             self.observe(x)
-        if not self.fake_quant_enabled[0]:
+        if not self.fake_quant_on:
             return x
-        scale, zero_point = self._grid(x)
-        floor = torch.floor(x.detach() / scale)
+        check_float_input(x, self.name)
+        # float32 arithmetic for any input dtype (AMP), output in x's dtype.
+        weight = x.detach().float()
+        scale, zero_point = self._grid(weight)
+        floor = torch.floor(weight / scale)
         q = (floor + self.rounding_offset() + zero_point).clamp(
             self.quant_min, self.quant_max)
-        return (q - zero_point) * scale
+        return ((q - zero_point) * scale).to(x.dtype)
 
     def extra_repr(self) -> str:
         return f'{super().extra_repr()}, rounding={self.rounding}'

@@ -41,6 +41,8 @@ class BaseFakeQuantize(nn.Module):
 
     #: Tracers keep this module as one ``call_module`` node.
     is_fx_leaf = True
+    #: What ``QConfigHandler`` accepts as ``*_fake_quant`` (see its ROLES).
+    quant_role = 'fake_quant'
     #: The qparam tensors, sized per channel and resized on load.
     _qparam_names: Tuple[str, ...] = ('scale', 'zero_point')
 
@@ -72,6 +74,9 @@ class BaseFakeQuantize(nn.Module):
                              torch.tensor([1], dtype=torch.uint8))
         self.register_buffer('initialized',
                              torch.tensor([0], dtype=torch.uint8))
+        # Python mirrors of the three flag buffers (see :meth:`_flag`).
+        self._flags = dict(fake_quant_enabled=True, observer_enabled=True,
+                           initialized=False)
         self._name = type(self).__name__
 
     # -- identity -------------------------------------------------------
@@ -107,11 +112,18 @@ class BaseFakeQuantize(nn.Module):
     def _flag(self, name: str) -> bool:
         """The ``uint8`` flag buffer ``name`` as a Python bool.
 
-        Cached against the buffer object and its in-place version counter,
-        so ``forward`` does not index and sync a tensor per call, while any
-        write (``enable_*``, ``fill_``, ``load_state_dict``, DDP buffer
-        broadcast, ``.to()``) is still seen.
+        Eager, it is cached against the buffer object and its in-place
+        version counter, so ``forward`` does not index and sync a tensor per
+        call, while any write (``enable_*``, ``fill_``, ``load_state_dict``,
+        DDP buffer broadcast, ``.to()``) is still seen. Under
+        ``torch.compile`` it is the Python mirror kept by :meth:`_set_flag`
+        and ``load_state_dict``: dynamo guards on it, so flipping a switch
+        recompiles once instead of breaking the graph on ``bool(tensor)``.
+        Switch a compiled model with the methods (``enable_observer``, ...),
+        not by writing the buffers.
         """
+        if torch.compiler.is_compiling():
+            return self._flags[name]
         buf = getattr(self, name)
         cache = self.__dict__.setdefault('_flag_cache', {})
         hit = cache.get(name)
@@ -119,7 +131,13 @@ class BaseFakeQuantize(nn.Module):
             return hit[2]
         value = bool(buf[0])
         cache[name] = (buf, buf._version, value)
+        self._flags[name] = value
         return value
+
+    def _set_flag(self, name: str, value: bool) -> None:
+        """Write the flag buffer ``name`` and its Python mirror."""
+        getattr(self, name).fill_(1 if value else 0)
+        self._flags[name] = bool(value)
 
     @property
     def observer_on(self) -> bool:
@@ -132,13 +150,13 @@ class BaseFakeQuantize(nn.Module):
         return self._flag('fake_quant_enabled')
 
     def enable_observer(self, enabled: bool = True) -> None:
-        self.observer_enabled[0] = 1 if enabled else 0
+        self._set_flag('observer_enabled', enabled)
 
     def disable_observer(self) -> None:
         self.enable_observer(False)
 
     def enable_fake_quant(self, enabled: bool = True) -> None:
-        self.fake_quant_enabled[0] = 1 if enabled else 0
+        self._set_flag('fake_quant_enabled', enabled)
 
     def disable_fake_quant(self) -> None:
         self.enable_fake_quant(False)
@@ -214,7 +232,7 @@ class BaseFakeQuantize(nn.Module):
                 self._resize_qparam(name, value.numel())
             tensor.data.copy_(value.reshape(tensor.shape))
         if not self._flag('initialized'):
-            self.initialized.fill_(1)
+            self._set_flag('initialized', True)
 
     def _check_initialized(self) -> None:
         if not self._flag('initialized'):
@@ -267,6 +285,8 @@ class BaseFakeQuantize(nn.Module):
         self._check_zero_point_on_grid(state_dict.get(prefix + 'zero_point'),
                                        prefix + 'zero_point')
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        for name in self._flags:  # the loaded switches, for compiled code
+            self._flags[name] = bool(getattr(self, name)[0])
 
     def _check_zero_point_on_grid(self, value, key: str) -> None:
         """Refuse zero-points off this fake quant's grid: the checkpoint

@@ -7,8 +7,8 @@ from torch import Tensor, nn
 from mmrazor_quant.registry import MODELS
 from mmrazor_quant.structures.quantization import QSchema, RoundingPolicy
 from .base import BaseFakeQuantize
-from .functional import (_broadcast_shape, _fake_quantize_fast,
-                         _is_tracing, _normalize_axis, fake_quantize)
+from .functional import _normalize_axis
+from .kernels import check_float_input, quantize_fixed
 
 __all__ = ['FakeQuantize']
 
@@ -67,21 +67,19 @@ class FakeQuantize(BaseFakeQuantize):
         if not self.fake_quant_on:
             return x
         self._check_initialized()
-        if x.dtype == torch.float32 and not _is_tracing():
-            return self._fake_quantize_fast(x)
-        return fake_quantize(
-            x, self.scale, self.zero_point, self.quant_min, self.quant_max,
-            self.ch_axis if self.is_per_channel else None,
-            self.qscheme.rounding)
+        return self.quantize(x)
 
-    def _fake_quantize_fast(self, x: Tensor) -> Tensor:
-        """:func:`fake_quantize` on the buffers without re-validating them
-        (the same values; float32 ``x``)."""
+    def quantize(self, x: Tensor) -> Tensor:
+        """Fake-quantize ``x`` with the current ``scale`` / ``zero_point``
+        (any float dtype; the kernel is chosen per device and dtype).
+
+        Raises:
+            TypeError: If ``x`` is not a float tensor, naming the module.
+        """
+        check_float_input(x, self.name)
         axis = None
         if self.is_per_channel:
             axis = _normalize_axis(x, self.ch_axis, self.scale.numel())
-        shape = _broadcast_shape(x, axis)
-        return _fake_quantize_fast(
-            x, self.scale.reshape(shape), self.zero_point.reshape(shape),
-            self.quant_min, self.quant_max,
-            self.qscheme.rounding is RoundingPolicy.HALF_AWAY_FROM_ZERO)
+        return quantize_fixed(
+            x, self.scale, self.zero_point, self.quant_min, self.quant_max,
+            axis, self.qscheme.rounding is RoundingPolicy.HALF_AWAY_FROM_ZERO)

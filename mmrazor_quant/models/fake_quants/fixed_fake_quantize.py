@@ -8,6 +8,7 @@ from mmrazor_quant.registry import MODELS
 from mmrazor_quant.structures.quantization import QSchema
 from .base import BaseFakeQuantize
 from .functional import fake_quantize
+from .kernels import check_float_input
 
 __all__ = ['FixedFakeQuantize']
 
@@ -46,7 +47,7 @@ class FixedFakeQuantize(BaseFakeQuantize):
                  zero_point: Optional[Tensor] = None,
                  observer: Optional[Union[dict, nn.Module]] = None) -> None:
         super().__init__(observer, qscheme)
-        self.observer_enabled.fill_(0)
+        self.disable_observer()
         self.register_buffer('scale', self._new_qparam(1.0, torch.float32))
         self.register_buffer(
             'zero_point',
@@ -95,6 +96,7 @@ class FixedFakeQuantize(BaseFakeQuantize):
 
     def forward(self, x: Tensor) -> Tensor:
         """Fake-quantize ``x`` with the frozen qparams."""
+        check_float_input(x, self.name)
         return fake_quantize(
             x, self.scale, self.zero_point, self.quant_min, self.quant_max,
             self.ch_axis if self.is_per_channel else None,

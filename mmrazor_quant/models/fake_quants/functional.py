@@ -15,15 +15,9 @@ The gradient with respect to ``x`` is the straight-through estimator: 1 where
 Any range inside ``[-2**16, 2**16 - 1]`` works, so 2- to 16-bit grids,
 signed or unsigned, per-tensor or per-channel along any axis.
 
-Speed: float32 inputs run through autograd functions of our own made of
-vectorised in-place torch ops (one ``x * (1/s)`` pass, ``round_``,
-``add_``, ``clamp``, ``sub_``, ``mul_``), which give the same values as the
-ATen kernels bit for bit but run many times faster on CPU: the ATen
-fake-quant kernels (and any torch op that *reads* a ``bool`` tensor, such
-as ``grad * mask``) are scalar loops there. The straight-through mask is
-saved as ``bool`` and read back through a ``uint8`` view for the same
-reason. Other dtypes, and export / compile / JIT traces, take the ATen
-kernels.
+Which kernel runs (per device and dtype) is decided in :mod:`.kernels`;
+these functions validate their arguments and call it. float16/bfloat16
+inputs are quantized in float32 arithmetic and returned in their dtype.
 """
 from typing import Optional, Tuple, Union
 
@@ -31,33 +25,14 @@ import torch
 from torch import Tensor
 
 from mmrazor_quant.structures.quantization import RoundingPolicy
+from .kernels import (check_float_input, quantize_fixed, quantize_learnable,
+                      round_half_away_from_zero)
 
 __all__ = [
     'fake_quantize', 'fake_quantize_learnable', 'round_half_away_from_zero'
 ]
 
 Number = Union[float, int, Tensor]
-
-
-def round_half_away_from_zero(v: Tensor) -> Tensor:
-    """Round to the nearest integer, ties away from zero.
-
-    Computes ``trunc(v) + sign(f) * (|f| >= 1/2)`` with ``f = v - trunc(v)``,
-    which is exact in floating point. (The textbook
-    ``sign(v) * floor(|v| + 0.5)`` rounds ``0.49999997`` up to 1 because the
-    float sum already rounds to 1.)
-
-    Args:
-        v (Tensor): Floating-point values.
-
-    Returns:
-        Tensor: Rounded values, same dtype as ``v``.
-    """
-    whole = torch.trunc(v)
-    frac = v - whole
-    # A uint8 view of the bool tie mask: reading bool tensors is slow.
-    half = (frac.abs() >= 0.5).view(torch.uint8)
-    return whole.add_(torch.sign(frac).mul_(half))
 
 
 def _check_range(quant_min: int, quant_max: int) -> None:
@@ -78,15 +53,6 @@ def _normalize_axis(x: Tensor, ch_axis: int, numel: int) -> int:
                          f'tensor of shape {tuple(x.shape)} has '
                          f'{x.shape[axis]} along axis {axis}')
     return axis
-
-
-def _broadcast_shape(x: Tensor, axis: Optional[int]) -> Tuple[int, ...]:
-    """Shape that broadcasts 1-d qparams along ``axis`` (0-d per-tensor)."""
-    if axis is None:
-        return ()
-    shape = [1] * x.dim()
-    shape[axis] = x.shape[axis]
-    return tuple(shape)
 
 
 def _as_tensor(value: Number, dtype: torch.dtype, device) -> Tensor:
@@ -119,60 +85,6 @@ def _fixed_qparams(x: Tensor, scale: Number, zero_point: Number,
         raise ValueError(f'{scale.numel()} scales but {zero_point.numel()} '
                          'zero-points')
     return scale, zero_point, _normalize_axis(x, ch_axis, scale.numel())
-
-
-def _is_tracing() -> bool:
-    """Whether an export / compile / JIT trace records this call: it then
-    takes the single ATen op, which exporters recognise."""
-    return (torch.compiler.is_compiling() or torch.jit.is_tracing()
-            or torch.onnx.is_in_onnx_export())
-
-
-def _round(v: Tensor, half_away: bool) -> Tensor:
-    """``v`` rounded (a new tensor): half-even or half away from zero."""
-    return round_half_away_from_zero(v) if half_away else torch.round(v)
-
-
-class _FakeQuantizeSTE(torch.autograd.Function):
-    """Fake quantization of float32 ``x`` with the straight-through
-    gradient, in vectorised torch ops.
-
-    ``scale``, ``inv_scale = 1 / scale`` and the float ``zero_point`` are
-    float32 and already broadcast-shaped. Computes, as ATen,
-    ``q = round(x * inv_scale) + z`` and ``(clamp(q) - z) * scale``; the
-    mask ``q == clamp(q)`` is ATen's ``quant_min <= q <= quant_max`` (false
-    for NaN).
-    """
-
-    @staticmethod
-    def forward(ctx, x: Tensor, scale: Tensor, inv_scale: Tensor,
-                zero_point: Tensor, quant_min: int, quant_max: int,
-                half_away: bool) -> Tensor:
-        v = torch.mul(x, inv_scale)
-        q = _round(v, half_away) if half_away else v.round_()
-        q = q.add_(zero_point)
-        out = q.clamp(quant_min, quant_max)
-        if ctx.needs_input_grad[0]:
-            ctx.save_for_backward(torch.eq(q, out))
-        return out.sub_(zero_point).mul_(scale)
-
-    @staticmethod
-    def backward(ctx, grad: Tensor):
-        inside, = ctx.saved_tensors
-        return (grad * inside.view(torch.uint8), None, None, None, None,
-                None, None)
-
-
-def _fake_quantize_fast(x: Tensor, scale: Tensor, zero_point: Tensor,
-                        quant_min: int, quant_max: int, half_away: bool,
-                        inv_scale: Optional[Tensor] = None) -> Tensor:
-    """:class:`_FakeQuantizeSTE` on broadcast-shaped float32 ``scale`` and
-    ``zero_point`` (any dtype; converted to float32)."""
-    if inv_scale is None:
-        inv_scale = torch.reciprocal(scale)
-    return _FakeQuantizeSTE.apply(x, scale, inv_scale,
-                                  zero_point.to(torch.float32), quant_min,
-                                  quant_max, half_away)
 
 
 def fake_quantize(
@@ -211,77 +123,14 @@ def fake_quantize(
         ValueError: If ``quant_min > quant_max``, ``ch_axis`` is out of
             range, or the qparams do not match the granularity.
     """
+    check_float_input(x, 'fake_quantize')
     _check_range(quant_min, quant_max)
     rounding = RoundingPolicy(rounding)
     scale, zero_point, axis = _fixed_qparams(x, scale, zero_point, quant_min,
                                              quant_max, ch_axis)
-    half_away = rounding is RoundingPolicy.HALF_AWAY_FROM_ZERO
-    if half_away or (x.dtype == torch.float32 and not _is_tracing()):
-        shape = _broadcast_shape(x, axis)
-        return _fake_quantize_fast(x, scale.reshape(shape),
-                                   zero_point.reshape(shape), quant_min,
-                                   quant_max, half_away)
-    # Other dtypes (half, bfloat16, float64): ATen's own arithmetic.
-    if axis is None:
-        return torch.fake_quantize_per_tensor_affine(x, scale, zero_point,
-                                                     quant_min, quant_max)
-    return torch.fake_quantize_per_channel_affine(x, scale, zero_point, axis,
-                                                  quant_min, quant_max)
-
-
-class _LearnableFakeQuantize(torch.autograd.Function):
-    """LSQ / LSQ+ fake quantization in vectorised torch ops.
-
-    Inputs are already broadcast-shaped; ``zero_point`` is a float tensor.
-    Gradients (``v = x * (1/s)``, ``z`` rounded and clamped,
-    ``q = round(v) + z``, ``t = clamp(q) - z``)::
-
-        dy/dx = 1 inside, 0 clipped
-        dy/ds = round(v) - v inside, quant_min - z / quant_max - z clipped
-              = t - v * inside
-        dy/dz = 0 inside, -s clipped
-
-    ``dy/ds`` and ``dy/dz`` are multiplied by ``grad_factor``. Inside the
-    grid ``t = round(v)`` exactly, so ``t - v * inside`` is the formula
-    above without any ``where`` over ``bool`` masks (slow on CPU).
-    """
-
-    @staticmethod
-    def forward(ctx, x: Tensor, scale: Tensor, zero_point: Tensor,
-                quant_min: int, quant_max: int, grad_factor: float,
-                half_away: bool) -> Tensor:
-        z = zero_point.round().clamp_(quant_min, quant_max)
-        v = torch.mul(x, torch.reciprocal(scale))
-        q = _round(v, half_away).add_(z)
-        t = q.clamp(quant_min, quant_max)
-        inside = torch.eq(q, t)
-        del q
-        t = t.sub_(z)
-        ctx.save_for_backward(scale, inside, v, t)
-        ctx.grad_factor = grad_factor
-        return t * scale
-
-    @staticmethod
-    def backward(ctx, grad: Tensor):
-        scale, inside, v, t = ctx.saved_tensors
-        inside = inside.view(torch.uint8)
-        grad_x = grad * inside
-        grad_scale = grad_zp = None
-        if ctx.needs_input_grad[1]:
-            d_scale = t.sub_(v.mul_(inside))
-            grad_scale = _sum_to(d_scale.mul_(grad), scale) * ctx.grad_factor
-        if ctx.needs_input_grad[2]:
-            clipped = grad - grad_x  # exact: grad where clipped, else 0
-            grad_zp = _sum_to(clipped, scale) * (-ctx.grad_factor) * scale
-        return grad_x, grad_scale, grad_zp, None, None, None, None
-
-
-def _sum_to(t: Tensor, like: Tensor) -> Tensor:
-    """Sum ``t`` over the axes along which ``like`` was broadcast."""
-    dims = [i for i, n in enumerate(like.shape) if n == 1 and t.shape[i] != 1]
-    if like.dim() == 0:
-        return t.sum()
-    return t.sum(dim=dims, keepdim=True) if dims else t
+    return quantize_fixed(
+        x, scale, zero_point, quant_min, quant_max, axis,
+        rounding is RoundingPolicy.HALF_AWAY_FROM_ZERO)
 
 
 def fake_quantize_learnable(
@@ -332,9 +181,9 @@ def fake_quantize_learnable(
         ValueError: If ``quant_min > quant_max``, ``ch_axis`` is out of
             range, or the qparams do not match the granularity.
     """
+    check_float_input(x, 'fake_quantize_learnable')
     _check_range(quant_min, quant_max)
     rounding = RoundingPolicy(rounding)
-    zero_point = zero_point.to(dtype=scale.dtype)
     if ch_axis is None:
         if scale.numel() != 1 or zero_point.numel() != 1:
             raise ValueError('per-tensor fake quantization needs one scale '
@@ -346,22 +195,6 @@ def fake_quantize_learnable(
         if zero_point.numel() != scale.numel():
             raise ValueError(f'{scale.numel()} scales but '
                              f'{zero_point.numel()} zero-points')
-    half_away = rounding is RoundingPolicy.HALF_AWAY_FROM_ZERO
-    if half_away or (x.dtype == torch.float32 and scale.dtype == torch.float32
-                     and not _is_tracing()):
-        shape = _broadcast_shape(x, axis)
-        return _LearnableFakeQuantize.apply(x, scale.reshape(shape),
-                                            zero_point.reshape(shape),
-                                            quant_min, quant_max,
-                                            grad_factor, half_away)
-    if axis is None:
-        # One channel of the per-channel kernel: ATen's per-tensor
-            # learnable backward rounds the zero-point differently from its
-            # forward (wrong gradients for negative zero-points) and syncs
-            # with .item(). reshape keeps the gradient reaching a 0-d scale.
-        return torch._fake_quantize_learnable_per_channel_affine(
-            x.reshape(1, -1), scale.reshape(1), zero_point.reshape(1), 0,
-            quant_min, quant_max, grad_factor).reshape(x.shape)
-    return torch._fake_quantize_learnable_per_channel_affine(
-        x, scale.reshape(-1), zero_point.reshape(-1), axis, quant_min,
-        quant_max, grad_factor)
+    return quantize_learnable(
+        x, scale, zero_point, quant_min, quant_max, axis, grad_factor,
+        rounding is RoundingPolicy.HALF_AWAY_FROM_ZERO)

@@ -6,9 +6,10 @@ import torch
 from torch import Tensor, nn
 
 from mmrazor_quant.registry import MODELS
-from mmrazor_quant.structures.quantization import QSchema
+from mmrazor_quant.structures.quantization import QSchema, RoundingPolicy
 from .base import BaseFakeQuantize
-from .functional import fake_quantize_learnable
+from .functional import _normalize_axis
+from .kernels import check_float_input, quantize_learnable
 
 __all__ = ['LearnableFakeQuantize', 'LSQPlusFakeQuantize']
 
@@ -107,10 +108,14 @@ class LearnableFakeQuantize(BaseFakeQuantize):
         if not self.fake_quant_on:
             return x
         self._check_initialized()
-        return fake_quantize_learnable(
+        check_float_input(x, self.name)
+        axis = None
+        if self.is_per_channel:
+            axis = _normalize_axis(x, self.ch_axis, self.scale.numel())
+        return quantize_learnable(
             x, self.positive_scale(), self.zero_point, self.quant_min,
-            self.quant_max, self.ch_axis if self.is_per_channel else None,
-            self.grad_factor(x), self.qscheme.rounding)
+            self.quant_max, axis, self.grad_factor(x),
+            self.qscheme.rounding is RoundingPolicy.HALF_AWAY_FROM_ZERO)
 
     def extra_repr(self) -> str:
         return (f'{super().extra_repr()}, '

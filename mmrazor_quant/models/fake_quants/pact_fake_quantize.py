@@ -7,38 +7,11 @@ from torch import Tensor, nn
 from mmrazor_quant.registry import MODELS
 from mmrazor_quant.structures.quantization import QSchema, RoundingPolicy
 from .base import BaseFakeQuantize
-from .functional import fake_quantize
+from .kernels import check_float_input, quantize_pact
 
 __all__ = ['PACTFakeQuantize']
 
 _EPS = torch.finfo(torch.float32).eps
-
-
-class _PACT(torch.autograd.Function):
-    """``y = fq(clip(x, 0, alpha))`` on the grid of step
-    ``alpha / (quant_max - quant_min)``, with PACT's straight-through
-    gradients::
-
-        dy/dx     = 1 if 0 <= x < alpha else 0
-        dy/dalpha = 1 if x >= alpha else 0
-    """
-
-    @staticmethod
-    def forward(ctx, x: Tensor, alpha: Tensor, quant_min: int, quant_max: int,
-                rounding: RoundingPolicy) -> Tensor:
-        ctx.save_for_backward(x, alpha)
-        clipped = torch.minimum(x.clamp(min=0), alpha.to(x.dtype))
-        scale = alpha.to(torch.float32) / (quant_max - quant_min)
-        return fake_quantize(clipped, scale, quant_min, quant_min, quant_max,
-                             None, rounding)
-
-    @staticmethod
-    def backward(ctx, grad: Tensor):
-        x, alpha = ctx.saved_tensors
-        above = x >= alpha
-        grad_x = grad * ((x >= 0) & ~above)
-        grad_alpha = (grad * above).sum().reshape(alpha.shape)
-        return grad_x, grad_alpha.to(alpha.dtype), None, None, None
 
 
 @MODELS.register_module()
@@ -100,7 +73,7 @@ class PACTFakeQuantize(BaseFakeQuantize):
         self.alpha = nn.Parameter(
             torch.tensor(1.0 if init_alpha is None else float(init_alpha)))
         if not self.init_from_observer:
-            self.initialized.fill_(1)
+            self._set_flag('initialized', True)
 
     def positive_alpha(self) -> Tensor:
         """``max(alpha, eps)`` with a straight-through gradient."""
@@ -120,17 +93,19 @@ class PACTFakeQuantize(BaseFakeQuantize):
         alpha = (self.quant_max - zero_point.float()) * scale
         # .data: see BaseFakeQuantize._set_qparams.
         self.alpha.data.copy_(alpha.reshape(()))
-        self.initialized.fill_(1)
+        self._set_flag('initialized', True)
 
     def forward(self, x: Tensor) -> Tensor:
         """Observe (if enabled) and fake-quantize (if enabled) ``x``."""
-        if self.observer_enabled[0]:
+        if self.observer_on:
             self.observe(x)
-        if not self.fake_quant_enabled[0]:
+        if not self.fake_quant_on:
             return x
         self._check_initialized()
-        return _PACT.apply(x, self.positive_alpha(), self.quant_min,
-                           self.quant_max, self.qscheme.rounding)
+        check_float_input(x, self.name)
+        return quantize_pact(
+            x, self.positive_alpha(), self.quant_min, self.quant_max,
+            self.qscheme.rounding is RoundingPolicy.HALF_AWAY_FROM_ZERO)
 
     def extra_repr(self) -> str:
         return (f'{super().extra_repr()}, '

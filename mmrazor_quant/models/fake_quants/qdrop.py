@@ -40,7 +40,10 @@ def drop_quantization(x: Tensor,
     Returns:
         Tensor: The mixture; gradients flow to the branch each element took.
     """
-    u = torch.rand(x.shape, generator=generator, dtype=x.dtype)
+    # Drawn where the generator lives (the default one: x's device), in
+    # float32 so that u < p is the same test for every input dtype.
+    device = generator.device if generator is not None else x.device
+    u = torch.rand(x.shape, generator=generator, device=device)
     return torch.where(u.to(x.device) < drop_prob, x, x_quant)
 
 
@@ -75,7 +78,7 @@ class QDropFakeQuantize(FakeQuantize):
 
     def forward(self, x: Tensor) -> Tensor:
         out = super().forward(x)
-        if not self.training or not self.fake_quant_enabled[0] \
+        if not self.training or not self.fake_quant_on \
                 or self.drop_prob == 0:
             return out
         return drop_quantization(x, out, self.drop_prob, self.generator)

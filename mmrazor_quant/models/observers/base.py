@@ -7,6 +7,7 @@ import torch.distributed as dist
 from torch import Tensor, nn
 
 from mmrazor_quant.structures.quantization import QSchema
+from mmrazor_quant.utils.tensor_checks import check_all
 
 __all__ = ['BaseObserver']
 
@@ -43,6 +44,8 @@ class BaseObserver(nn.Module):
     per_channel: ClassVar[bool] = False
     #: Tracers keep this module as one ``call_module`` node.
     is_fx_leaf = True
+    #: What ``QConfigHandler`` accepts as ``*_observer`` (see its ROLES).
+    quant_role: ClassVar[str] = 'observer'
 
     def __init__(self, qscheme: Optional[QSchema] = None) -> None:
         super().__init__()
@@ -208,6 +211,10 @@ class BaseObserver(nn.Module):
 
     def _require_observed(self) -> None:
         """Raise unless :attr:`has_observed`."""
+        if torch.compiler.is_compiling():
+            # has_observed reads tensors on the host; compiled, the qparams
+            # math asserts finite, ordered statistics inside the graph.
+            return
         if not self.has_observed:
             raise ValueError(
                 f'{self.name}: no data observed yet; run calibration (a '
@@ -217,11 +224,11 @@ class BaseObserver(nn.Module):
     def _check_finite(self, *stats: Tensor) -> None:
         """Raise a clear error if a reduced statistic is NaN or inf."""
         for stat in stats:
-            if not torch.isfinite(stat).all():
-                raise ValueError(
-                    f'{self.name}: observed NaN or inf values; check the '
-                    'float model and its input data (e.g. a division by '
-                    'zero) before quantizing')
+            check_all(
+                torch.isfinite(stat),
+                f'{self.name}: observed NaN or inf values; check the float '
+                'model and its input data (e.g. a division by zero) before '
+                'quantizing')
 
     @staticmethod
     def _all_reduce(tensor: Tensor, op: str = 'sum') -> Tensor:

@@ -160,8 +160,32 @@ class FusedBnMixin:
                                     scale).reciprocal()
             out = self._apply_weight(x, weight * self._weight_view(inv_scale),
                                      self.bias)
-            out = self.bn(out)
+            out = self._batch_norm_train(out)
         return F.relu(out) if self._with_relu else out
+
+    def _batch_norm_train(self, out: Tensor) -> Tensor:
+        """``self.bn(out)`` in train mode, the same values, with the running
+        statistics replaced instead of updated in place.
+
+        ``scale`` above was computed from ``running_var``; under
+        ``torch.compile`` AOTAutograd may recompute it in the backward from
+        the buffer, which an in-place update has changed by then (wrong
+        weight gradients, seen with torch 2.13 when a ReLU follows). Compiled,
+        the update runs on copies (ATen's own arithmetic) that then become
+        the buffers; eagerly BN updates its buffers in place as usual (DDP's
+        buffer broadcast holds on to them).
+        """
+        bn = self.bn
+        # momentum=None (cumulative average) keeps BN's own bookkeeping.
+        if not torch.compiler.is_compiling() or bn.momentum is None:
+            return bn(out)
+        running_mean = bn.running_mean.clone()
+        running_var = bn.running_var.clone()
+        out = F.batch_norm(out, running_mean, running_var, bn.weight, bn.bias,
+                           True, bn.momentum, bn.eps)
+        bn.running_mean, bn.running_var = running_mean, running_var
+        bn.num_batches_tracked = bn.num_batches_tracked + 1
+        return out
 
     def extra_repr(self) -> str:
         return f'{super().extra_repr()}, bn_frozen={self.bn_frozen}'

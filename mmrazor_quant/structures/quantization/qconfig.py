@@ -26,26 +26,37 @@ REQUIRED_KEYS = ('w_observer', 'a_observer', 'w_fake_quant', 'a_fake_quant',
                  'w_qscheme', 'a_qscheme')
 
 
-def _registered_names(registry, base_cls) -> list:
+#: The ``quant_role`` class attribute of observers and fake quants (set on
+#: ``BaseObserver`` / ``BaseFakeQuantize``), with the base class named in
+#: messages. Checking the marker keeps structures free of imports from
+#: models, which sit above them.
+ROLES = {'observer': 'BaseObserver', 'fake_quant': 'BaseFakeQuantize'}
+
+
+def _has_role(cls: Any, role: str) -> bool:
+    return isinstance(cls, type) and getattr(cls, 'quant_role', None) == role
+
+
+def _registered_names(registry, role: str) -> list:
     registry.import_from_location()
     return sorted(name for name, cls in registry.module_dict.items()
-                  if isinstance(cls, type) and issubclass(cls, base_cls))
+                  if _has_role(cls, role))
 
 
-def _resolve(key: str, cfg: Any, base_cls: type) -> type:
-    """The class named by ``cfg['type']``, or a ValueError naming ``key``."""
+def _resolve(key: str, cfg: Any, role: str) -> type:
+    """The class named by ``cfg['type']`` if it has ``quant_role == role``,
+    or a ValueError naming ``key``."""
     from mmrazor_quant.registry import MODELS
     if not isinstance(cfg, dict) or 'type' not in cfg:
         raise TypeError(f'global_qconfig.{key} must be a dict with a "type" '
                         f'key, got {cfg!r}')
     type_ = cfg['type']
     cls = type_ if isinstance(type_, type) else MODELS.get(type_)
-    if cls is None or not (isinstance(cls, type)
-                           and issubclass(cls, base_cls)):
-        valid = _registered_names(MODELS, base_cls)
+    if not _has_role(cls, role):
+        valid = _registered_names(MODELS, role)
         raise ValueError(
             f'global_qconfig.{key}.type={type_!r} is not a registered '
-            f'{base_cls.__name__} in the mmrazor_quant::model registry. '
+            f'{ROLES[role]} in the mmrazor_quant::model registry. '
             f'Valid names: {valid}')
     return cls
 
@@ -67,8 +78,6 @@ class QConfigHandler:
     """
 
     def __init__(self, qconfig: Dict[str, Any]) -> None:
-        from mmrazor_quant.models.fake_quants.base import BaseFakeQuantize
-        from mmrazor_quant.models.observers.base import BaseObserver
         if isinstance(qconfig, QConfigHandler):
             qconfig = qconfig.cfg
         if not isinstance(qconfig, dict):
@@ -83,15 +92,15 @@ class QConfigHandler:
                            f'allowed: {list(REQUIRED_KEYS)}')
         self.cfg = copy.deepcopy(dict(qconfig))
         self.w_observer_cls = _resolve('w_observer', qconfig['w_observer'],
-                                       BaseObserver)
+                                       'observer')
         self.a_observer_cls = _resolve('a_observer', qconfig['a_observer'],
-                                       BaseObserver)
+                                       'observer')
         self.w_fake_quant_cls = _resolve('w_fake_quant',
                                          qconfig['w_fake_quant'],
-                                         BaseFakeQuantize)
+                                         'fake_quant')
         self.a_fake_quant_cls = _resolve('a_fake_quant',
                                          qconfig['a_fake_quant'],
-                                         BaseFakeQuantize)
+                                         'fake_quant')
         self.w_qscheme = self._scheme('w', self.w_observer_cls)
         self.a_qscheme = self._scheme('a', self.a_observer_cls)
 

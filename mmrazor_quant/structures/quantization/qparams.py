@@ -4,6 +4,7 @@ from typing import Tuple
 import torch
 from torch import Tensor
 
+from mmrazor_quant.utils.tensor_checks import check_all
 from .qscheme import QSchema
 
 __all__ = ['calculate_qparams', 'pot_scale']
@@ -57,13 +58,13 @@ def calculate_qparams(min_val: Tensor,
     if min_val.shape != max_val.shape:
         raise ValueError(f'min_val {tuple(min_val.shape)} and max_val '
                          f'{tuple(max_val.shape)} must have the same shape')
-    if not (torch.isfinite(min_val).all() and torch.isfinite(max_val).all()):
-        raise ValueError('cannot compute qparams from non-finite statistics '
-                         f'(min={min_val}, max={max_val}); has the observer '
-                         'seen any data?')
-    if (min_val > max_val).any():
-        raise ValueError(f'min_val > max_val ({min_val} > {max_val}): the '
-                         'observer has seen no data')
+    check_all(
+        torch.isfinite(min_val) & torch.isfinite(max_val),
+        'cannot compute qparams from non-finite statistics; has the '
+        'observer seen any data?', lambda: f' (min={min_val}, max={max_val})')
+    check_all(min_val <= max_val,
+              'min_val > max_val: the observer has seen no data',
+              lambda: f' ({min_val} > {max_val})')
     qmin, qmax = qscheme.quant_range
     lo = torch.clamp(min_val.float(), max=0.)
     hi = torch.clamp(max_val.float(), min=0.)

@@ -1,5 +1,6 @@
-"""Two gloo ranks observing different data end with the qparams of one
-process observing the union."""
+"""Two ranks observing different data end with the qparams of one process
+observing the union: over gloo with CPU tensors, and over NCCL with each
+rank's tensors on its own GPU (the configs' ``'cpu:gloo,cuda:nccl'``)."""
 import os
 import socket
 
@@ -40,20 +41,28 @@ def batch(rank, step):
     return x + 0.5 * rank - 0.25 * step
 
 
-def observe(observers, batches):
+def observe(observers, batches, device='cpu'):
     for x in batches:
         for obs in observers.values():
-            obs(x)
-    return {k: obs.calculate_qparams() for k, obs in observers.items()}
+            obs.to(device)(x.to(device))
+    return {
+        k: tuple(t.cpu() for t in obs.calculate_qparams())
+        for k, obs in observers.items()
+    }
 
 
-def worker(rank, port, out_dir):
+def worker(rank, port, out_dir, backend):
     torch.set_num_threads(1)
-    dist.init_process_group('gloo', init_method=f'tcp://127.0.0.1:{port}',
+    device = 'cpu'
+    if 'nccl' in backend:
+        torch.cuda.set_device(rank)
+        device = f'cuda:{rank}'
+    dist.init_process_group(backend, init_method=f'tcp://127.0.0.1:{port}',
                             rank=rank, world_size=WORLD_SIZE)
     try:
         results = observe(build_observers(),
-                          [batch(rank, step) for step in range(STEPS)])
+                          [batch(rank, step) for step in range(STEPS)],
+                          device)
         torch.save(results, os.path.join(out_dir, f'rank{rank}.pt'))
     finally:
         dist.barrier()  # never tear gloo down under the other rank
@@ -66,12 +75,25 @@ def free_port():
         return sock.getsockname()[1]
 
 
+def _two_gpus():
+    return torch.cuda.is_available() and torch.cuda.device_count() >= 2
+
+
 @pytest.mark.timeout(120)
-def test_ranks_agree_with_single_process_on_union(tmp_path):
+@pytest.mark.parametrize('backend', [
+    'gloo',
+    pytest.param(
+        'cpu:gloo,cuda:nccl',
+        marks=[
+            pytest.mark.cuda,
+            pytest.mark.skipif(not _two_gpus(), reason='NCCL needs 2 GPUs')
+        ])
+])
+def test_ranks_agree_with_single_process_on_union(tmp_path, backend):
     if not dist.is_available():
         pytest.skip('torch.distributed is not available')
-    mp.spawn(worker, args=(free_port(), str(tmp_path)), nprocs=WORLD_SIZE,
-             join=True)
+    mp.spawn(worker, args=(free_port(), str(tmp_path), backend),
+             nprocs=WORLD_SIZE, join=True)
     ranks = [torch.load(tmp_path / f'rank{r}.pt') for r in range(WORLD_SIZE)]
     union = observe(build_observers(), [
         torch.cat([batch(r, step) for r in range(WORLD_SIZE)])
