@@ -1,53 +1,15 @@
 # W8A8 post-training quantization of the small digit-canvas RetinaNet for
 # TensorRT: per-channel symmetric int8 weights on [-127, 127], per-tensor
-# signed symmetric activations; post-processing and losses stay out of
-# the graph.
+# signed symmetric activations (the OpenVINO config's calibration and
+# tracer skips).
 #   python tools/ptq.py configs/quantization/ptq/detection/ptq_tensorrt_retinanet_tiny_digits.py \
 #       --cfg-options model.float_checkpoint=work_dirs/det/retinanet_tiny_digits/epoch_24.pth
-_base_ = ['../../../detection/retinanet_tiny_digits.py']
-
-float_checkpoint = 'work_dirs/det/retinanet_tiny_digits/epoch_24.pth'
-
-# 8 batches of 16 training canvases through the deterministic test pipeline.
-calibrate_dataloader = dict(
-    batch_size=16,
-    num_workers=0,
-    dataset=dict(_base_.train_dataloader.dataset,
-                 pipeline=_base_.test_pipeline),
-    sampler=dict(type='DefaultSampler', shuffle=True))
-
-global_qconfig = dict(
-    w_observer=dict(type='mmrazor_quant.PerChannelMinMaxObserver'),
-    a_observer=dict(type='mmrazor_quant.MovingAverageMinMaxObserver'),
-    w_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
-    a_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
-    w_qscheme=dict(
-        qdtype='qint8', bit=8, is_symmetry=True, is_symmetric_range=True),
-    a_qscheme=dict(qdtype='qint8', bit=8, is_symmetry=True,
-                   is_symmetric_range=True,
-                   averaging_constant=0.1),
-)
+_base_ = ['./ptq_openvino_retinanet_tiny_digits.py']
 
 model = dict(
-    _delete_=True,
-    type='mmrazor_quant.MMArchitectureQuant',
-    data_preprocessor=_base_.data_preprocessor,
-    architecture=_base_.model,
-    float_checkpoint=float_checkpoint,
     quantizer=dict(
         type='mmrazor_quant.TensorRTQuantizer',
-        global_qconfig=global_qconfig,
-        tracer=dict(
-            type='mmrazor_quant.CustomTracer',
-            skipped_methods=[
-                'mmdet.models.dense_heads.base_dense_head.BaseDenseHead.'
-                'predict_by_feat',
-                'mmdet.models.dense_heads.anchor_head.AnchorHead.'
-                'loss_by_feat',
-            ])))
-
-test_cfg = dict(
-    _delete_=True,
-    type='mmrazor_quant.PTQLoop',
-    calibrate_dataloader=calibrate_dataloader,
-    calibrate_steps=8)
+        global_qconfig=dict(
+            a_qscheme=dict(qdtype='qint8', bit=8, is_symmetry=True,
+                           is_symmetric_range=True,
+                           averaging_constant=0.1))))
