@@ -38,5 +38,8 @@ def export_model(qmodel, example_input, onnx_path: str,
     """
     from mmrazor_quant.registry import EXPORTERS
     name = backend if '.' in backend else f'mmrazor_quant.{backend}'
-    exporter = EXPORTERS.build(dict(type=name, **kwargs))
+    # Build in the exporter's own scope: a detector config's default scope
+    # (mmdet) has no exporter registry.
+    exporter = EXPORTERS.build(
+        dict(type=name, _scope_=name.split('.')[0], **kwargs))
     return exporter.export(qmodel, example_input, onnx_path)

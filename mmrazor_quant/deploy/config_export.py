@@ -161,9 +161,13 @@ def export_and_check(model: nn.Module,
         not checked).
     """
     from . import align_bias_to_int32_grid_, check_parity, export_model
+    from .detection import check_detection_parity, is_detector
     from .from_config import preprocessed_batches
     batches = list(preprocessed_batches(model, cfg, num_samples))
-    inputs = _resize(torch.cat([x for x, _ in batches]), settings.input_hw)
+    # Detection batches are padded per batch: keep those of the first size.
+    size = batches[0][0].shape[-2:]
+    inputs = _resize(torch.cat([x for x, _ in batches if x.shape[-2:] == size]),
+                     settings.input_hw)
     labels = torch.cat([s.gt_label.label[:1] for _, samples in batches
                         for s in samples]) if hasattr(
                             batches[0][1][0], 'gt_label') else None
@@ -183,8 +187,12 @@ def export_and_check(model: nn.Module,
         log('implicit mode: the float ONNX is not compared (TensorRT '
             'applies the ranges at build time)')
         return result, None
-    report = check_parity(result.deploy_model, out, inputs,
-                          PARITY_RUNTIME[settings.backend], labels=labels)
+    runtime = PARITY_RUNTIME[settings.backend]
+    if is_detector(model):
+        report = check_detection_parity(model, out, inputs, runtime)
+    else:
+        report = check_parity(result.deploy_model, out, inputs, runtime,
+                              labels=labels)
     log(report.format())
     return result, report
 

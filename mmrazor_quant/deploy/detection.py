@@ -9,7 +9,7 @@ from torch import Tensor, nn
 
 from .runtimes import load_runtime
 
-__all__ = ['DetectionParity', 'check_detection_parity']
+__all__ = ['DetectionParity', 'check_detection_parity', 'is_detector']
 
 
 @dataclass
@@ -27,6 +27,22 @@ class DetectionParity:
     num_images: int
     min_sqnr_db: float
     box_agreement: float
+
+    def format(self) -> str:
+        """One line for a log."""
+        return (f'{self.runtime} vs simulation on {self.num_images} images: '
+                f'lowest head-output SQNR {self.min_sqnr_db:.1f} dB, '
+                f'{100 * self.box_agreement:.1f}% of the decoded boxes '
+                'reproduced')
+
+
+def is_detector(qmodel: nn.Module) -> bool:
+    """Whether ``qmodel`` wraps a dense-head detector (its export ends at
+    the head's per-level outputs; parity is checked on them and on the
+    decoded boxes)."""
+    architecture = getattr(qmodel, 'architecture', None)
+    head = getattr(architecture, 'bbox_head', None)
+    return head is not None and hasattr(head, 'prior_generator')
 
 
 def _flat(outputs) -> List[Tensor]:
