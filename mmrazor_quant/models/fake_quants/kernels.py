@@ -90,6 +90,11 @@ def _round_(v: Tensor, half_away: bool) -> Tensor:
     return round_half_away_from_zero(v) if half_away else v.round_()
 
 
+def _round(v: Tensor, half_away: bool) -> Tensor:
+    """``v`` rounded into a new tensor (``v`` unchanged)."""
+    return round_half_away_from_zero(v) if half_away else torch.round(v)
+
+
 def _is_tracing() -> bool:
     """Whether an export / JIT trace records this call: it then takes the
     single ATen op, which exporters recognise. ``torch.compile`` takes the
@@ -224,18 +229,26 @@ class _LearnableFakeQuantize(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad: Tensor):
         x, scale, z, inside = ctx.saved_tensors
-        inside = inside.view(torch.uint8)
-        grad_x = grad * inside
+        # The mask converted once: a uint8 (or bool) operand makes every
+        # mixed-dtype product below convert it again (slow on CPU).
+        mask = inside.to(grad.dtype)
+        grad_x = grad * mask
         grad_scale = grad_zp = None
-        grad = _as_float32(grad)
         if ctx.needs_input_grad[1]:
             v = torch.mul(_as_float32(x), torch.reciprocal(scale))
-            t = _round_(v.clone(), ctx.half_away).add_(z)
-            t = t.clamp_(*ctx.quant_range).sub_(z)
-            d_scale = t.sub_(v.mul_(inside))
+            # clamp(round(v) + z) - z, in one pass: z is an integer, so
+            # both sides are exact (beyond 2**24 both are the bound).
+            quant_min, quant_max = ctx.quant_range
+            t = _round(v, ctx.half_away).clamp_(quant_min - z, quant_max - z)
+            d_scale = t.addcmul_(v, mask, value=-1)  # t - v * inside
             grad_scale = _sum_to(d_scale.mul_(grad), scale) * ctx.grad_factor
         if ctx.needs_input_grad[2]:
-            clipped = grad - grad * inside  # exact: grad where clipped
+            # exact: grad where clipped, else 0 (float32 arithmetic)
+            if grad.dtype == torch.float32:
+                clipped = grad - grad_x
+            else:
+                grad = grad.float()
+                clipped = grad - grad * mask
             grad_zp = _sum_to(clipped, scale) * (-ctx.grad_factor) * scale
         return grad_x, grad_scale, grad_zp, None, None, None, None
 
