@@ -310,9 +310,10 @@ def main():
     unit = medians[copy.name]
     x_bytes = x.numel() * x.element_size()
 
+    package = os.path.dirname(mmrazor_quant.__file__)
     print(f'{machine(args.device)}, torch {torch.__version__}, '
           f'{torch.get_num_threads()} threads, load average '
-          f'{os.getloadavg()[0]:.2f}; package {os.path.dirname(mmrazor_quant.__file__)}')
+          f'{os.getloadavg()[0]:.2f}; package {package}')
     print(f'x {"x".join(map(str, shape))} {args.dtype} on {args.device}, '
           f'median of {args.steps} rounds after {args.warmup}, '
           f'{args.timer} time; unit: one copy = {unit * 1e3:.3f} ms')
