@@ -41,6 +41,7 @@ Usage:
     python benchmarks/fake_quant_op.py [--device cpu|cuda]
         [--dtype float32|float16|bfloat16] [--shape 16 64 56 56]
         [--steps 30] [--warmup 5] [--threads 2] [--timer wall|cpu]
+        [--only LSQ PACT]
 """
 import argparse
 import os
@@ -279,6 +280,9 @@ def parse_args():
                         help='torch.set_num_threads (CPU; default: torch\'s)')
     parser.add_argument('--timer', choices=('wall', 'cpu'), default='wall',
                         help='cpu: process CPU time (CPU device only)')
+    parser.add_argument('--only', nargs='+', default=None, metavar='WORD',
+                        help='only the contenders whose name contains one '
+                        'of these words (the copy always runs)')
     args = parser.parse_args()
     if args.device == 'cuda' and not torch.cuda.is_available():
         parser.error('--device cuda: this torch sees no CUDA device')
@@ -299,6 +303,12 @@ def main():
     buf = torch.empty_like(x, requires_grad=False)
     copy = Row('copy (y.copy_(x)), the unit', lambda: buf.copy_(x.detach()))
     builders = {**our_contenders(x.detach()), **aten_contenders(x.detach())}
+    if args.only:
+        builders = {
+            name: build
+            for name, build in builders.items()
+            if any(word in name for word in args.only)
+        }
     rows = [copy] + [make_row(n, b, x) for n, b in builders.items()]
     runnable = [r for r in rows if r.step is not None]
     clock = time.process_time if args.timer == 'cpu' else time.perf_counter

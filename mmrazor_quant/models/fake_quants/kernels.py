@@ -229,17 +229,16 @@ class _LearnableFakeQuantize(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad: Tensor):
         x, scale, z, inside = ctx.saved_tensors
-        # The mask converted once: a uint8 (or bool) operand makes every
-        # mixed-dtype product below convert it again (slow on CPU).
-        mask = inside.to(grad.dtype)
+        # The mask converted once, from a uint8 view: a uint8 operand makes
+        # every mixed-dtype product below convert it again, and reading
+        # bool is slow on CPU.
+        mask = inside.view(torch.uint8).to(grad.dtype)
         grad_x = grad * mask
         grad_scale = grad_zp = None
         if ctx.needs_input_grad[1]:
             v = torch.mul(_as_float32(x), torch.reciprocal(scale))
-            # clamp(round(v) + z) - z, in one pass: z is an integer, so
-            # both sides are exact (beyond 2**24 both are the bound).
-            quant_min, quant_max = ctx.quant_range
-            t = _round(v, ctx.half_away).clamp_(quant_min - z, quant_max - z)
+            t = _round(v, ctx.half_away).add_(z)
+            t = t.clamp_(*ctx.quant_range).sub_(z)
             d_scale = t.addcmul_(v, mask, value=-1)  # t - v * inside
             grad_scale = _sum_to(d_scale.mul_(grad), scale) * ctx.grad_factor
         if ctx.needs_input_grad[2]:
