@@ -229,26 +229,28 @@ class _LearnableFakeQuantize(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad: Tensor):
         x, scale, z, inside = ctx.saved_tensors
-        # The mask converted once, from a uint8 view: a uint8 operand makes
-        # every mixed-dtype product below convert it again, and reading
-        # bool is slow on CPU.
+        # Each x-sized temporary is a fresh allocation, which costs about
+        # as much as the op on CPU (page faults), so there are three: the
+        # mask, converted once from a uint8 view (mixed-dtype ops would
+        # convert it again each time; bool reads are slow) and turned into
+        # grad_x in place at the end; ``v`` and ``t``, whose memory the
+        # zero-point term reuses.
         mask = inside.view(torch.uint8).to(grad.dtype)
-        grad_x = grad * mask
-        grad_scale = grad_zp = None
+        grad_scale = grad_zp = spare = None
         if ctx.needs_input_grad[1]:
             v = torch.mul(_as_float32(x), torch.reciprocal(scale))
             t = _round(v, ctx.half_away).add_(z)
             t = t.clamp_(*ctx.quant_range).sub_(z)
             d_scale = t.addcmul_(v, mask, value=-1)  # t - v * inside
             grad_scale = _sum_to(d_scale.mul_(grad), scale) * ctx.grad_factor
+            spare = v
         if ctx.needs_input_grad[2]:
-            # exact: grad where clipped, else 0 (float32 arithmetic)
-            if grad.dtype == torch.float32:
-                clipped = grad - grad_x
-            else:
-                grad = grad.float()
-                clipped = grad - grad * mask
+            grad32 = _as_float32(grad)
+            # grad - grad * inside: exactly grad where clipped, else 0
+            clipped = torch.mul(grad32, mask, out=spare)
+            clipped = torch.sub(grad32, clipped, out=clipped)
             grad_zp = _sum_to(clipped, scale) * (-ctx.grad_factor) * scale
+        grad_x = mask.mul_(grad)  # grad * inside
         return grad_x, grad_scale, grad_zp, None, None, None, None
 
 
