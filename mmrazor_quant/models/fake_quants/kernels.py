@@ -95,6 +95,14 @@ def _round(v: Tensor, half_away: bool) -> Tensor:
     return round_half_away_from_zero(v) if half_away else torch.round(v)
 
 
+def _masked(grad: Tensor, mask: Tensor, dtype=None) -> Tensor:
+    """``grad * mask`` for a 0/1 ``uint8`` mask, in ``dtype`` (default
+    ``grad.dtype``), as one new tensor: a mixed-dtype product would first
+    convert the mask into a hidden temporary, and on CPU each fresh
+    x-sized tensor costs about as much as the op (page faults)."""
+    return mask.to(dtype or grad.dtype).mul_(grad)
+
+
 def _is_tracing() -> bool:
     """Whether an export / JIT trace records this call: it then takes the
     single ATen op, which exporters recognise. ``torch.compile`` takes the
@@ -133,8 +141,8 @@ class _FakeQuantizeSTE(torch.autograd.Function):
     def backward(ctx, grad: Tensor):
         inside, = ctx.saved_tensors
         # A uint8 view: torch ops reading bool tensors are slow on CPU.
-        return (grad * inside.view(torch.uint8), None, None, None, None,
-                None, None)
+        grad_x = _masked(grad, inside.view(torch.uint8))
+        return grad_x, None, None, None, None, None, None
 
 
 def quantize_fixed(x: Tensor,
@@ -334,9 +342,9 @@ class _PACT(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad: Tensor):
         code, = ctx.saved_tensors
-        grad_x = grad * torch.eq(code, 1).view(torch.uint8)
+        grad_x = _masked(grad, torch.eq(code, 1).view(torch.uint8))
         above = torch.bitwise_right_shift(code, 1)
-        grad_alpha = (_as_float32(grad) * above).sum()
+        grad_alpha = _masked(grad, above, torch.float32).sum()
         return grad_x, grad_alpha.reshape(ctx.alpha_shape), None, None, None
 
 
