@@ -90,6 +90,19 @@ def _round_(v: Tensor, half_away: bool) -> Tensor:
     return round_half_away_from_zero(v) if half_away else v.round_()
 
 
+def _round(v: Tensor, half_away: bool) -> Tensor:
+    """``v`` rounded into a new tensor (``v`` unchanged)."""
+    return round_half_away_from_zero(v) if half_away else torch.round(v)
+
+
+def _masked(grad: Tensor, mask: Tensor, dtype=None) -> Tensor:
+    """``grad * mask`` for a 0/1 ``uint8`` mask, in ``dtype`` (default
+    ``grad.dtype``), as one new tensor: a mixed-dtype product would first
+    convert the mask into a hidden temporary, and on CPU each fresh
+    x-sized tensor costs about as much as the op (page faults)."""
+    return mask.to(dtype or grad.dtype).mul_(grad)
+
+
 def _is_tracing() -> bool:
     """Whether an export / JIT trace records this call: it then takes the
     single ATen op, which exporters recognise. ``torch.compile`` takes the
@@ -128,8 +141,8 @@ class _FakeQuantizeSTE(torch.autograd.Function):
     def backward(ctx, grad: Tensor):
         inside, = ctx.saved_tensors
         # A uint8 view: torch ops reading bool tensors are slow on CPU.
-        return (grad * inside.view(torch.uint8), None, None, None, None,
-                None, None)
+        grad_x = _masked(grad, inside.view(torch.uint8))
+        return grad_x, None, None, None, None, None, None
 
 
 def quantize_fixed(x: Tensor,
@@ -224,19 +237,28 @@ class _LearnableFakeQuantize(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad: Tensor):
         x, scale, z, inside = ctx.saved_tensors
-        inside = inside.view(torch.uint8)
-        grad_x = grad * inside
-        grad_scale = grad_zp = None
-        grad = _as_float32(grad)
+        # Each x-sized temporary is a fresh allocation, which costs about
+        # as much as the op on CPU (page faults), so there are three: the
+        # mask, converted once from a uint8 view (mixed-dtype ops would
+        # convert it again each time; bool reads are slow) and turned into
+        # grad_x in place at the end; ``v`` and ``t``, whose memory the
+        # zero-point term reuses.
+        mask = inside.view(torch.uint8).to(grad.dtype)
+        grad_scale = grad_zp = spare = None
         if ctx.needs_input_grad[1]:
             v = torch.mul(_as_float32(x), torch.reciprocal(scale))
-            t = _round_(v.clone(), ctx.half_away).add_(z)
+            t = _round(v, ctx.half_away).add_(z)
             t = t.clamp_(*ctx.quant_range).sub_(z)
-            d_scale = t.sub_(v.mul_(inside))
+            d_scale = t.addcmul_(v, mask, value=-1)  # t - v * inside
             grad_scale = _sum_to(d_scale.mul_(grad), scale) * ctx.grad_factor
+            spare = v
         if ctx.needs_input_grad[2]:
-            clipped = grad - grad * inside  # exact: grad where clipped
+            grad32 = _as_float32(grad)
+            # grad - grad * inside: exactly grad where clipped, else 0
+            clipped = torch.mul(grad32, mask, out=spare)
+            clipped = torch.sub(grad32, clipped, out=clipped)
             grad_zp = _sum_to(clipped, scale) * (-ctx.grad_factor) * scale
+        grad_x = mask.mul_(grad)  # grad * inside
         return grad_x, grad_scale, grad_zp, None, None, None, None
 
 
@@ -320,9 +342,9 @@ class _PACT(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad: Tensor):
         code, = ctx.saved_tensors
-        grad_x = grad * torch.eq(code, 1).view(torch.uint8)
+        grad_x = _masked(grad, torch.eq(code, 1).view(torch.uint8))
         above = torch.bitwise_right_shift(code, 1)
-        grad_alpha = (_as_float32(grad) * above).sum()
+        grad_alpha = _masked(grad, above, torch.float32).sum()
         return grad_x, grad_alpha.reshape(ctx.alpha_shape), None, None, None
 
 
