@@ -9,7 +9,9 @@ MMCV_VERSION := 2.0.1
 TORCH_VERSION := 2.13.0
 MMCV_CACHE := $(HOME)/.cache/mmrazor_quant/mmcv-$(MMCV_VERSION)_torch-$(TORCH_VERSION)
 SHARED_WHEELS := ../shared/wheels
-MMCV_FIND_LINKS := --find-links $(MMCV_CACHE) \
+# Expanded when a recipe runs (after mmcv-wheel may have made the cache), and
+# only for folders that exist: pip warns about every missing --find-links.
+MMCV_FIND_LINKS = $(shell test -d $(MMCV_CACHE) && echo --find-links $(MMCV_CACHE)) \
 	$(if $(wildcard $(SHARED_WHEELS)),--find-links $(SHARED_WHEELS))
 MMCV_JOBS ?= 2
 
