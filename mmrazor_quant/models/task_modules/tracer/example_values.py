@@ -95,17 +95,38 @@ def evaluate_node(node: Node, root: nn.Module, values: Dict[Node, Any],
     if unknown:
         return Unknown(f'input {unknown[0].reason}')
     try:
-        with torch.no_grad(), _untraced_module_calls():
+        with torch.no_grad(), _untraced_module_calls(_may_call_modules(node)):
             return _run(node, root, args, kwargs)
     except Exception as e:  # noqa: BLE001 - recorded, raised on use
         return Unknown(f'{node.format_node()} failed: '
                        f'{type(e).__name__}: {e}')
 
 
+def _may_call_modules(node: Node) -> bool:
+    """Whether running ``node`` can call an ``nn.Module`` or read its
+    attributes: a leaf module, a ``get_attr`` or a Python function (a
+    skipped method); not a tensor method, a torch op or an
+    ``operator``/builtin function."""
+    if node.op in ('call_module', 'get_attr'):
+        return True  # fx's patched __getattr__ would proxy parameters
+    if node.op != 'call_function':
+        return False
+    module = getattr(node.target, '__module__', None) or ''
+    return not (module in ('operator', '_operator', 'builtins', 'math')
+                or module.split('.')[0] == 'torch')
+
+
 @contextlib.contextmanager
-def _untraced_module_calls() -> Iterator[None]:
+def _untraced_module_calls(needed: bool = True) -> Iterator[None]:
     """Undo fx's patch of ``nn.Module.__call__``/``__getattr__`` so that a
-    leaf evaluated on example values runs, not traces, its submodules."""
+    leaf evaluated on example values runs, not traces, its submodules.
+
+    Setting an attribute of ``nn.Module`` invalidates the type caches of
+    all its subclasses (slow with mmcls and mmdet imported): skipped when
+    ``needed`` is False or fx has not patched the class."""
+    if not needed or nn.Module.__call__ is _fx_trace._orig_module_call:
+        yield
+        return
     patched = nn.Module.__call__, nn.Module.__getattr__
     nn.Module.__call__ = _fx_trace._orig_module_call
     nn.Module.__getattr__ = _fx_trace._orig_module_getattr
