@@ -82,7 +82,11 @@ class BaseObserver(nn.Module):
         """Record ``x`` and return it unchanged."""
         if x.numel() == 0:
             raise ValueError(f'{self.name}: cannot observe an empty tensor')
-        self._observe(x.detach())
+        observed = x.detach()
+        if observed.dtype in (torch.float16, torch.bfloat16):
+            # AMP: statistics in float32, the same as of ``x.float()``
+            observed = observed.float()
+        self._observe(observed)
         return x
 
     def _observe(self, x: Tensor) -> None:
