@@ -1,17 +1,19 @@
 """The MNIST demo behind ``make demo``: fp32 training, PTQ on every backend,
-LSQ QAT at W8A8 and W4A4, and one table of top-1 accuracies.
+LSQ QAT at W8A8 and W4A4, a small ViT, and one table of top-1 accuracies.
 
 Every step is a config under ``configs/`` run by mmengine's Runner, as
 ``tools/train.py`` / ``tools/ptq.py`` would run it, in this one process (it
-saves re-importing the stack for each of the nine runs):
+saves re-importing the stack for each of the twelve runs):
 
-1. train ``configs/fp32/{resnet18,mobilenetv2}_mnist.py`` and write their
+1. train ``configs/fp32/{resnet18,mobilenetv2,vit}_mnist.py`` and write their
    final weights to ``work_dirs/fp32/<model>/float.pth``, the
    ``float_checkpoint`` of the quantization configs;
 2. ``PTQLoop`` for ResNet-18 on native, OpenVINO, TensorRT and academic
    settings and for MobileNetV2 on OpenVINO (W8A8);
 3. ``LSQEpochBasedLoop`` for ResNet-18, W8A8 (OpenVINO) and W4A4 (academic,
-   first and last layer at 8 bit).
+   first and last layer at 8 bit);
+4. the ViT (mmcls's VisionTransformer, 4 layers of width 64) with
+   OpenVINO's transformer placement: PTQ W8A8 and LSQ/LSQ+ QAT W8A8.
 
 The table goes to stdout and to ``work_dirs/demo/results.md``. Accuracies
 are on the 1,000 MNIST5k test digits (one digit = 0.1 points).
@@ -45,6 +47,7 @@ TOP1 = 'accuracy/top1'
 FP32 = {
     'ResNet-18': 'configs/fp32/resnet18_mnist.py',
     'MobileNetV2': 'configs/fp32/mobilenetv2_mnist.py',
+    'ViT': 'configs/fp32/vit_mnist.py',
 }
 # (model, method, backend, bits, config, allowed drop in points)
 QUANT_RUNS = [
@@ -63,6 +66,10 @@ QUANT_RUNS = [
     ('ResNet-18', 'LSQ QAT', 'academic', 'W4A4',
      'configs/quantization/qat/lsq/lsq_academic_w4a4_resnet18_mnist.py',
      1.5),
+    ('ViT', 'PTQ', 'openvino', 'W8A8',
+     'configs/quantization/ptq/ptq_openvino_vit_mnist.py', 1.0),
+    ('ViT', 'LSQ QAT', 'openvino', 'W8A8',
+     'configs/quantization/qat/lsq/lsq_openvino_vit_mnist.py', 1.0),
 ]
 
 
