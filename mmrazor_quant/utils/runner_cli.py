@@ -104,14 +104,23 @@ def build_runner(args: argparse.Namespace,
 def _from_cfg_or_clean_up(runner_cls, cfg: Config):
     """``Runner.from_cfg``; if it fails (e.g. the model config does not
     validate), remove the timestamped log dir it created, and the work dir
-    if it created that too, so the failure leaves nothing behind."""
+    if it created that too, so the failure leaves nothing behind. The
+    logger and visualizer it registered under its timestamped name are
+    dropped too: a Runner built later in the same second (same name) would
+    otherwise get them back, writing into the removed dir."""
     import shutil
+
+    managers = _manager_classes()
+    known = [set(m._instance_dict) for m in managers]
     work_dir = osp.abspath(cfg.work_dir)
     existed = osp.isdir(work_dir)
     before = set(os.listdir(work_dir)) if existed else set()
     try:
         return runner_cls.from_cfg(cfg)
     except Exception:
+        for manager, names in zip(managers, known):
+            for name in set(manager._instance_dict) - names:
+                _close_handlers(manager._instance_dict.pop(name))
         if not existed:
             shutil.rmtree(work_dir, ignore_errors=True)
         elif osp.isdir(work_dir):
@@ -120,6 +129,26 @@ def _from_cfg_or_clean_up(runner_cls, cfg: Config):
                     shutil.rmtree(osp.join(work_dir, name),
                                   ignore_errors=True)
         raise
+
+
+def _manager_classes() -> list:
+    """mmengine's global-instance classes (``MMLogger``, ``MessageHub``,
+    every ``Visualizer`` subclass: each keeps its own instance dict)."""
+    from mmengine.utils import ManagerMixin
+    found, todo = [], [ManagerMixin]
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        if '_instance_dict' in vars(cls):
+            found.append(cls)
+    return found
+
+
+def _close_handlers(instance) -> None:
+    """Close a dropped logger's file handlers (their dir is removed)."""
+    for handler in list(getattr(instance, 'handlers', [])):
+        handler.close()
+        instance.removeHandler(handler)
 
 
 def check_work_dir_writable(work_dir: str) -> None:

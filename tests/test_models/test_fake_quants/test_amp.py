@@ -43,8 +43,11 @@ SYM = dict(qdtype='qint8', is_symmetry=True)
 
 
 def _tqt():
-    sys.path.insert(0, REPO)
-    from examples.custom_algorithm.tqt.fake_quantize import TQTFakeQuantize
+    # the same import path as tests/test_extensibility (it registers once)
+    path = osp.join(REPO, 'examples', 'custom_algorithm')
+    if path not in sys.path:
+        sys.path.insert(0, path)
+    from tqt import TQTFakeQuantize
     return TQTFakeQuantize(MinMaxObserver(QSchema(**SYM)))
 
 
