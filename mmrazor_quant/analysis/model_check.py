@@ -139,6 +139,7 @@ def quantize_w8a8(architecture: nn.Module,
                   input_shape: Sequence[int],
                   forward_modes: Sequence[str] = ('tensor', 'predict',
                                                   'loss'),
+                  weight_bits: int = 8,
                   **quantizer_kwargs) -> nn.Module:
     """``architecture`` wrapped in ``MMArchitectureQuant`` with the
     backend's quantizer and MMRazor's W8A8 scheme (:data:`W8A8_SCHEMES`).
@@ -149,6 +150,9 @@ def quantize_w8a8(architecture: nn.Module,
         input_shape (Sequence[int]): One sample's shape, for the tracer.
         forward_modes (Sequence[str]): Modes to trace. Defaults to all
             three.
+        weight_bits (int): Weight grid; 7 for CPUs whose int8 kernels
+            saturate (:func:`~mmrazor_quant.deploy.int8_pairs_saturate`).
+            Defaults to 8.
         **quantizer_kwargs: Further quantizer arguments (e.g.
             ``model_type='transformer'`` for OpenVINO).
     """
@@ -167,7 +171,7 @@ def quantize_w8a8(architecture: nn.Module,
                      a_observer=dict(type='mmrazor_quant.MinMaxObserver'),
                      w_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
                      a_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
-                     w_qscheme=_W8,
+                     w_qscheme=dict(_W8, bit=weight_bits),
                      a_qscheme=a_qscheme),
                  tracer=dict(type='mmrazor_quant.CustomTracer',
                              skipped_methods=_CLS_SKIPPED))))
@@ -239,7 +243,8 @@ def check_model(cfg: Union[str, Config, dict, nn.Module],
                 model_overrides: Optional[dict] = None,
                 num_samples: int = 16,
                 calib_batches: int = 2,
-                seed: int = 0) -> ModelCheckReport:
+                seed: int = 0,
+                weight_bits: int = 8) -> ModelCheckReport:
     """Quantize ``cfg``'s model with random weights and check every stage.
 
     Stages: ``quantize`` (trace the tensor/predict/loss modes with the
@@ -264,6 +269,8 @@ def check_model(cfg: Union[str, Config, dict, nn.Module],
         calib_batches (int): Calibration batches of ``num_samples``.
             Defaults to 2.
         seed (int): Seed of weights and inputs. Defaults to 0.
+        weight_bits (int): Weight grid (see :func:`quantize_w8a8`).
+            Defaults to 8.
 
     Returns:
         ModelCheckReport: The figures and the status of each stage.
@@ -283,7 +290,8 @@ def check_model(cfg: Union[str, Config, dict, nn.Module],
                for _ in range(calib_batches + 1)]
     estimate_bn_stats(architecture, batches[:-1])
     qmodel = _stage(report, 'quantize', quantize_w8a8, architecture,
-                    backend, (3, h, w))
+                    backend, (3, h, w), ('tensor', 'predict', 'loss'),
+                    weight_bits)
     if qmodel is None:
         return report
     report.num_fake_quants = sum(

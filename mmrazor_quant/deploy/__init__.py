@@ -4,6 +4,7 @@ from .deploy_config import DeployConfig
 from .deploy_model import build_deploy_model
 from .exporters import (BaseExporter, ExportResult, ONNXRuntimeExporter,
                         OpenVINOExporter, TensorRTExporter)
+from .int8_saturation import int8_pairs_saturate
 from .int32_bias import (BiasAlignment, align_bias_to_int32_grid_,
                          bias_grid_offsets)
 from .onnx_export import export_onnx
@@ -16,7 +17,8 @@ __all__ = [
     'WeightQuantizedLayer', 'BaseExporter', 'ExportResult',
     'ONNXRuntimeExporter', 'OpenVINOExporter', 'TensorRTExporter',
     'ParityReport', 'check_parity', 'compare_outputs', 'export_model',
-    'BiasAlignment', 'align_bias_to_int32_grid_', 'bias_grid_offsets'
+    'BiasAlignment', 'align_bias_to_int32_grid_', 'bias_grid_offsets',
+    'int8_pairs_saturate'
 ]
 
 

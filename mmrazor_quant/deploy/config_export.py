@@ -19,10 +19,15 @@ __all__ = [
     'PARITY_RUNTIME'
 ]
 
-#: The runtime each backend's ONNX is checked in (TensorRT's explicit QDQ
-#: runs in onnxruntime here; there is no TensorRT on CPU).
-PARITY_RUNTIME = dict(onnxruntime='onnxruntime', openvino='openvino',
-                      tensorrt='onnxruntime')
+#: The runtime each backend's ONNX is checked in, with its options.
+#: TensorRT's explicit QDQ runs in onnxruntime here (there is no TensorRT on
+#: CPU) with the Q/DQ fusion off: float ops on dequantized values with float
+#: biases, TensorRT's arithmetic. onnxruntime's own int8 kernels would round
+#: the biases to int32 and, on CPUs without VNNI, saturate u8 x s8 pairs;
+#: TensorRT does neither.
+PARITY_RUNTIME = dict(onnxruntime=('onnxruntime', {}),
+                      openvino=('openvino', {}),
+                      tensorrt=('onnxruntime', dict(qdq_fusion=False)))
 
 
 @dataclass(frozen=True)
@@ -187,12 +192,13 @@ def export_and_check(model: nn.Module,
         log('implicit mode: the float ONNX is not compared (TensorRT '
             'applies the ranges at build time)')
         return result, None
-    runtime = PARITY_RUNTIME[settings.backend]
+    runtime, options = PARITY_RUNTIME[settings.backend]
     if is_detector(model):
-        report = check_detection_parity(model, out, inputs, runtime)
+        report = check_detection_parity(model, out, inputs, runtime,
+                                        **options)
     else:
         report = check_parity(result.deploy_model, out, inputs, runtime,
-                              labels=labels)
+                              labels=labels, **options)
     log(report.format())
     return result, report
 

@@ -8,6 +8,7 @@ import numpy as np
 import torch
 from torch import Tensor, fx
 
+from .int8_saturation import SATURATION_NOTE, int8_pairs_saturate
 from .qdq_fake_quantize import QDQFakeQuantize
 from .runtimes import load_runtime
 
@@ -32,6 +33,10 @@ class ParityReport:
             when labels were given.
         runtime_accuracy (float, optional): Top-1 accuracy of the runtime,
             when labels were given.
+        int8_saturates (bool): The runtime ran int8 kernels on a CPU whose
+            u8 x s8 products saturate (no VNNI, see
+            :func:`~mmrazor_quant.deploy.int8_pairs_saturate`); the report
+            then says so.
     """
     runtime: str
     num_samples: int
@@ -42,6 +47,7 @@ class ParityReport:
     sqnr_db: float
     sim_accuracy: Optional[float] = None
     runtime_accuracy: Optional[float] = None
+    int8_saturates: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -61,6 +67,8 @@ class ParityReport:
             lines.append(f'  top-1 accuracy  : simulated '
                          f'{100 * self.sim_accuracy:.2f} %, deployed '
                          f'{100 * self.runtime_accuracy:.2f} %')
+        if self.int8_saturates:
+            lines.append(f'  note: {SATURATION_NOTE}')
         return '\n'.join(lines)
 
 
@@ -180,5 +188,15 @@ def check_parity(model: fx.GraphModule,
             else 1.0
     if isinstance(labels, Tensor):
         labels = labels.numpy()
-    return compare_outputs(
+    report = compare_outputs(
         np.concatenate(sims), np.concatenate(outs), runtime, step, labels)
+    report.int8_saturates = runs_int8_kernels(
+        runtime, **runtime_options) and int8_pairs_saturate()
+    return report
+
+
+def runs_int8_kernels(runtime: str, optimize: bool = True,
+                      qdq_fusion: bool = True, **_) -> bool:
+    """Whether ``runtime`` with these options fuses Q/DQ into int8
+    kernels (OpenVINO always does; onnxruntime unless told not to)."""
+    return runtime == 'openvino' or (optimize and qdq_fusion)

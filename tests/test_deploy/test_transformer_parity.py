@@ -16,6 +16,7 @@ from mmrazor_quant.analysis.model_check import (build_architecture,
                                                 calibrate_and_freeze,
                                                 quantize_w8a8)
 from mmrazor_quant.deploy import check_parity, export_model
+from ..int8_host import int8_weight_bits
 from ..test_models.test_quantizers.toy_models import AttentionBlockNet
 
 class WindowViT(BaseModel):
@@ -42,15 +43,18 @@ class WindowViT(BaseModel):
 
 
 @pytest.mark.parametrize('backend,kwargs,runtimes', [
-    ('openvino', {}, ('onnxruntime', 'openvino')),
-    ('openvino', dict(model_type='transformer'), ('onnxruntime', 'openvino')),
-    # onnxruntime stands in for TensorRT, which this machine does not have
-    ('tensorrt', {}, ('onnxruntime', )),
+    ('openvino', {}, dict(onnxruntime={}, openvino={})),
+    ('openvino', dict(model_type='transformer'),
+     dict(onnxruntime={}, openvino={})),
+    # onnxruntime stands in for TensorRT, which this machine does not have:
+    # float ops on dequantized values, TensorRT's arithmetic
+    ('tensorrt', {}, dict(onnxruntime=dict(qdq_fusion=False))),
 ])
 def test_window_vit_parity(backend, kwargs, runtimes, tmp_path):
     torch.manual_seed(0)
+    weight_bits = int8_weight_bits() if backend == 'openvino' else 8
     qmodel = quantize_w8a8(WindowViT(), backend, (3, 16, 16), ('tensor', ),
-                           **kwargs)
+                           weight_bits, **kwargs)
     images = torch.randn(96, 3, 16, 16)
     calibrate_and_freeze(qmodel, images[:64].split(32))
     # exported at batch 2, run at batch 8: the int() batch of the window
@@ -58,9 +62,10 @@ def test_window_vit_parity(backend, kwargs, runtimes, tmp_path):
     result = export_model(qmodel, images[:2], str(tmp_path / 'vit.onnx'),
                           'openvino' if backend == 'openvino' else
                           'onnxruntime')
-    for runtime in runtimes:
+    for runtime, options in runtimes.items():
         report = check_parity(result.deploy_model, result.onnx_path,
-                              images[64:], runtime=runtime, batch_size=8)
+                              images[64:], runtime=runtime, batch_size=8,
+                              **options)
         assert report.num_samples == 32
         assert report.top1_agreement >= 0.9, (runtime, report)
         assert report.sqnr_db >= 30, (runtime, report)
@@ -80,7 +85,8 @@ def test_deit_tiny_parity(kwargs, runtimes, min_sqnr, tmp_path):
                               dict(backbone=dict(img_size=32)))
     images = torch.randn(48, 3, 32, 32)
     qmodel = calibrate_and_freeze(
-        quantize_w8a8(deit, 'openvino', (3, 32, 32), ('tensor', ), **kwargs),
+        quantize_w8a8(deit, 'openvino', (3, 32, 32), ('tensor', ),
+                      int8_weight_bits(), **kwargs),
         [images[:32]])
     result = export_model(qmodel, images[:2], str(tmp_path / 'deit.onnx'),
                           'openvino')

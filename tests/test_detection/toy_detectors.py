@@ -112,9 +112,11 @@ def yolox_pafpn_cfg(num_classes: int = 10) -> ConfigDict:
     return cfg
 
 
-def global_qconfig(backend: str, lsq: bool = False) -> dict:
+def global_qconfig(backend: str, lsq: bool = False,
+                   weight_bits: int = 8) -> dict:
     """W8A8 per backend: activations unsigned symmetric (OpenVINO) or
-    signed symmetric (TensorRT); per-channel signed weights."""
+    signed symmetric (TensorRT); per-channel signed weights on
+    ``weight_bits``."""
     signed = dict(qdtype='qint8', bit=8, is_symmetry=True,
                   is_symmetric_range=True)
     act = signed if backend == 'tensorrt' else dict(
@@ -126,11 +128,12 @@ def global_qconfig(backend: str, lsq: bool = False) -> dict:
         a_observer=dict(type='mmrazor_quant.MinMaxObserver'),
         w_fake_quant=dict(type=fake_quant),
         a_fake_quant=dict(type=fake_quant),
-        w_qscheme=signed,
+        w_qscheme=dict(signed, bit=weight_bits),
         a_qscheme=act)
 
 
-def quant_cfg(arch: ConfigDict, backend: str, lsq: bool = False) -> dict:
+def quant_cfg(arch: ConfigDict, backend: str, lsq: bool = False,
+              weight_bits: int = 8) -> dict:
     quantizer = {'openvino': 'mmrazor_quant.OpenVINOQuantizer',
                  'tensorrt': 'mmrazor_quant.TensorRTQuantizer'}[backend]
     return dict(
@@ -139,6 +142,6 @@ def quant_cfg(arch: ConfigDict, backend: str, lsq: bool = False) -> dict:
         data_preprocessor=arch.data_preprocessor,
         quantizer=dict(
             type=quantizer,
-            global_qconfig=global_qconfig(backend, lsq),
+            global_qconfig=global_qconfig(backend, lsq, weight_bits),
             tracer=dict(type='mmrazor_quant.CustomTracer',
                         skipped_methods=SKIPS[arch.type.split('.')[-1]])))

@@ -22,6 +22,8 @@ import pytest
 import torch
 from PIL import Image
 
+from ..int8_host import int8_weight_bits
+
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 SIZE = 32
 
@@ -287,6 +289,9 @@ def test_ptq_config_runs_and_exports_as_its_deploy_cfg(
                  f'ptq_{backend}_{model}_8xb32_in1k_calib32xb32.py')
     work_dir = tmp_path / 'work'
     options = small_run_options(imagenet_dir, ptq=True)
+    if backend == 'openvino':  # checked in OpenVINO's int8 kernels
+        options.append('model.quantizer.global_qconfig.w_qscheme.bit='
+                       f'{int8_weight_bits()}')
     # tools/ptq.py --export: the deploy_cfg's ONNX right after calibration.
     export = ['--export'] if (model, backend) == ('resnet18',
                                                   'openvino') else []

@@ -8,6 +8,7 @@ import pytest
 from mmengine.config import Config
 
 from mmrazor_quant.analysis.model_check import check_model
+from ..int8_host import int8_weight_bits
 
 FAMILIES = Config.fromfile('configs/model_zoo/mmcls_families.py').families
 #: Every family runs (about 4 min on 2 quiet cores);
@@ -27,7 +28,7 @@ def test_family_quantizes_trains_and_deploys(name):
     family = FAMILIES[name]
     report = check_model(family['config'], 'openvino', family['size'],
                          family.get('model'), num_samples=4,
-                         calib_batches=1)
+                         calib_batches=1, weight_bits=int8_weight_bits())
     print(name, report.to_dict())
     assert report.passed, report.stages
     assert report.num_fake_quants > 0
