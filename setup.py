@@ -26,7 +26,7 @@ INSTALL_REQUIRES = [
 ]
 
 EXTRAS_REQUIRE = {
-    'tests': ['pytest', 'pytest-timeout'],
+    'tests': ['pytest', 'pytest-timeout', 'pytest-xdist'],
 }
 
 setup(
