@@ -62,6 +62,10 @@ _QTYPES = (
 )
 
 
+#: First opset whose ``QuantizeLinear`` has the ``output_dtype`` attribute.
+_OUTPUT_DTYPE_OPSET = 21
+
+
 def onnx_qtype(quant_min: int, quant_max: int, opset: int,
                name: str = 'fake quant') -> OnnxQType:
     """The smallest ONNX integer type holding ``[quant_min, quant_max]`` that
@@ -110,6 +114,8 @@ class QDQFakeQuantize(FixedFakeQuantize):
     """
 
     qtype: Optional[OnnxQType] = None
+    #: Opset of the emitted Q/DQ nodes (set by :meth:`prepare_export`).
+    node_opset: int = _OUTPUT_DTYPE_OPSET
     #: ``'symbolic'``: emit Q/DQ with :func:`torch.onnx.ops.symbolic` (the
     #: dynamo exporter, opset >= 18); ``'aten'``: call torch's fake-quant
     #: ops on the container range, which the TorchScript exporter maps to
@@ -161,6 +167,9 @@ class QDQFakeQuantize(FixedFakeQuantize):
                              f'needs opset >= 13, got {opset}')
         self.export_mode = export_mode
         self.clip_narrow_range = clip_narrow_range
+        # Q/DQ nodes of the opset itself: the exporter cannot convert
+        # opset-21 nodes down to 19/20, and 18's have no output_dtype.
+        self.node_opset = min(opset, _OUTPUT_DTYPE_OPSET)
         self.qtype = onnx_qtype(self.quant_min, self.quant_max, opset,
                                 self.name)
         # Cast once here so the exported graph holds a typed initializer
@@ -225,15 +234,18 @@ class QDQFakeQuantize(FixedFakeQuantize):
             return self._aten_qdq(x)
         attrs = {'axis': self.ch_axis} if self.is_per_channel else {}
         zero_point = self.onnx_zero_point
-        # output_dtype (opset 21) tells the exporter's post-pass which
-        # 4/16-bit type the wider torch zero-point stands for.
-        q_attrs = dict(attrs, output_dtype=qtype.elem_type)
+        q_attrs = dict(attrs)
+        if self.node_opset >= _OUTPUT_DTYPE_OPSET:
+            # output_dtype tells the exporter's post-pass which 4/16-bit
+            # type the wider torch zero-point stands for (below opset 21
+            # every type is 8-bit, the zero-point's own).
+            q_attrs.update(output_dtype=qtype.elem_type)
         q = torch.onnx.ops.symbolic(
             'QuantizeLinear', (x, self.scale, zero_point), q_attrs,
-            dtype=qtype.elem_type, shape=x.shape, version=21)
+            dtype=qtype.elem_type, shape=x.shape, version=self.node_opset)
         return torch.onnx.ops.symbolic(
             'DequantizeLinear', (q, self.scale, zero_point), attrs,
-            dtype=x.dtype, shape=x.shape, version=21)
+            dtype=x.dtype, shape=x.shape, version=self.node_opset)
 
     def forward(self, x: Tensor) -> Tensor:
         """The simulation, or ONNX Q/DQ while exporting."""

@@ -143,3 +143,24 @@ def test_w4a4_opset21_and_lsq_scales(float_weights, digits, tmp_path):
     assert ops.count('Add') == 8 + ops.count('Conv') + ops.count('Gemm')
     report = check_parity(result.deploy_model, path, digits[2])
     assert_deployed(report, result.deploy_model, path, digits)
+
+
+@pytest.mark.parametrize('opset', [18, 19, 20])  # 17, 21: the other tests
+def test_every_opset_exports_its_own_qdq(opset, openvino_u7, digits,
+                                         tmp_path):
+    """Opsets 18-20 (the dynamo exporter's, below QuantizeLinear-21) used
+    to fail: opset-21 nodes cannot be converted down, and 18's checker
+    rejects ``output_dtype``. Each opset's graph holds its own Q/DQ and
+    computes the simulation (graph as written)."""
+    result = export_model(openvino_u7, digits[2][:2],
+                          str(tmp_path / f'opset{opset}.onnx'), 'openvino',
+                          opset=opset)
+    model = result.onnx_model
+    assert model.opset_import[0].version == opset
+    qs = [n for n in model.graph.node if n.op_type == 'QuantizeLinear']
+    typed = any(a.name == 'output_dtype' for n in qs for a in n.attribute)
+    assert qs and typed == (opset >= 21)
+    report = check_parity(result.deploy_model, result.onnx_path,
+                          digits[2][:256], optimize=False)
+    print(opset, report.format())
+    assert report.top1_agreement >= 0.995 and report.sqnr_db >= 40
