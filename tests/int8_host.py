@@ -2,7 +2,7 @@
 
 On x86 CPUs without VNNI those kernels add u8 x s8 products in saturating
 int16, so 8-bit weights drift from the simulation there whatever the export
-does; 7-bit weights are exact on every CPU (docs/deploy.md). Tests of the
+does; 7-bit weights saturate on no CPU (docs/deploy.md). Tests of the
 runtimes' parity use 7 bits on such machines and MMRazor's 8 elsewhere.
 """
 from mmrazor_quant.deploy import int8_pairs_saturate
