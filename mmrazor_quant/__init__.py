@@ -6,3 +6,14 @@ themselves in :mod:`mmrazor_quant.registry` when their files are imported
 """
 
 __version__ = '0.1.0'
+
+__all__ = ['__version__', 'digit_version']
+
+
+def __getattr__(name: str):
+    # MMRazor re-exported mmengine's digit_version here; resolved on first
+    # use so that importing the package stays free of imports.
+    if name == 'digit_version':
+        from mmengine.utils import digit_version
+        return digit_version
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

@@ -1,7 +1,2 @@
-from .quantization import (PerChannel, PerTensor, QConfigHandler, QSchema,
-                           RoundingPolicy, calculate_qparams)
-
-__all__ = [
-    'QSchema', 'QConfigHandler', 'PerTensor', 'PerChannel', 'RoundingPolicy',
-    'calculate_qparams'
-]
+from .quantization import *  # noqa: F401,F403
+from .quantization import __all__  # noqa: F401

@@ -96,9 +96,10 @@ class PTQLoop(TestLoop):
 
     Raises:
         ValueError: If ``calibrate_steps`` is not an int >= 1, if
-            ``calibrate_dataloader`` is empty or has fewer than
-            ``calibrate_steps`` batches, or if there is neither
-            ``calibrate_dataloader`` nor ``train_dataloader``.
+            ``calibrate_dataloader`` is empty, or if there is neither
+            ``calibrate_dataloader`` nor ``train_dataloader``. A loader
+            with fewer than ``calibrate_steps`` batches is used whole, with
+            a warning.
     """
 
     def __init__(self,
@@ -140,10 +141,12 @@ class PTQLoop(TestLoop):
             raise ValueError('`calibrate_dataloader` is empty: PTQ needs at '
                              'least one calibration batch')
         if num_batches is not None and num_batches < self.calibrate_steps:
-            raise ValueError(
-                f'`calibrate_steps`={self.calibrate_steps} is larger than '
-                f'`calibrate_dataloader` ({num_batches} batches per rank): '
-                'lower calibrate_steps or give more calibration data')
+            # As MMRazor: calibrate on what there is, but say so.
+            self.runner.logger.warning(
+                f'PTQ: `calibrate_steps`={self.calibrate_steps} is larger '
+                f'than `calibrate_dataloader` ({num_batches} batches per '
+                f'rank): calibrating on {num_batches} batches')
+            self.calibrate_steps = num_batches
         return dataloader
 
     def run(self) -> dict:

@@ -7,10 +7,10 @@ from mmengine.model import BaseModel, BaseModule, MMDistributedDataParallel
 from mmengine.structures import BaseDataElement
 from torch import fx, nn
 
-from mmrazor_quant.deploy.deploy_config import DeployConfig
 from mmrazor_quant.registry import MODEL_WRAPPERS, MODELS, build_in_scope
 from ..quantizers.base import BaseQuantizer, build_graph_module
 from ..task_modules.tracer.custom_tracer import check_input_shape
+from .mmrazor_api import MMArchitectureQuantAPIMixin, note_input_shapes
 
 __all__ = ['MMArchitectureQuant', 'MMArchitectureQuantDDP']
 
@@ -20,7 +20,7 @@ _MODES = ('tensor', 'predict', 'loss')
 
 
 @MODELS.register_module()
-class MMArchitectureQuant(BaseModel):
+class MMArchitectureQuant(MMArchitectureQuantAPIMixin, BaseModel):
     """Wrap a float mmengine model and quantize its forward modes.
 
     Building it loads ``float_checkpoint`` into the architecture, then the
@@ -57,6 +57,12 @@ class MMArchitectureQuant(BaseModel):
             so models that read shapes trace (see ``CustomTracer``).
             Defaults to None.
         init_cfg (dict, optional): Defaults to None.
+        input_shapes (Sequence[int], optional): MMRazor's shape of a dummy
+            forward at build time; not used (one log line says so).
+            Defaults to None.
+
+    MMRazor's ``sync_qparams(src_mode)`` is a logged no-op here (see
+    :class:`.mmrazor_api.MMArchitectureQuantAPIMixin`).
 
     Raises:
         ValueError: If a forward mode is unknown, or ``deploy_cfg`` is
@@ -80,14 +86,20 @@ class MMArchitectureQuant(BaseModel):
                  float_checkpoint: Optional[str] = None,
                  deploy_cfg: Optional[dict] = None,
                  input_shape: Optional[Sequence[int]] = None,
-                 init_cfg: Optional[dict] = None) -> None:
+                 init_cfg: Optional[dict] = None,
+                 input_shapes: Optional[Sequence[int]] = None) -> None:
+        note_input_shapes(input_shapes)
         unknown = [m for m in forward_modes if m not in _MODES]
         if unknown or not forward_modes:
             raise ValueError(f'forward_modes must be a non-empty subset of '
                              f'{_MODES}, got {tuple(forward_modes)}')
         # Validated first: a wrong backend fails before any tracing.
-        parsed_deploy_cfg = DeployConfig.from_dict(deploy_cfg) \
-            if deploy_cfg is not None else None
+        parsed_deploy_cfg = None
+        if deploy_cfg is not None:
+            # Imported here: mmrazor_quant.deploy pulls in onnx, which a
+            # model without a deploy_cfg does not need.
+            from mmrazor_quant.deploy.deploy_config import DeployConfig
+            parsed_deploy_cfg = DeployConfig.from_dict(deploy_cfg)
         if isinstance(architecture, dict):
             architecture = _build_architecture(architecture)
         if data_preprocessor is None:
@@ -109,7 +121,7 @@ class MMArchitectureQuant(BaseModel):
         self.quantizer = build_in_scope(MODELS, quantizer) if isinstance(
             quantizer, dict) else quantizer
         _check_deploy_backend(parsed_deploy_cfg, self.quantizer)
-        self.deploy_cfg: Optional[DeployConfig] = parsed_deploy_cfg
+        self.deploy_cfg: Optional['DeployConfig'] = parsed_deploy_cfg
         if input_shape is not None:
             _set_tracer_input_shape(self.quantizer.tracer, input_shape)
         qmodels = self.quantizer.prepare(self.architecture,
@@ -185,7 +197,7 @@ def _check_preprocessor_fits(preprocessor: nn.Module,
             f"{type(own).__name__}'")
 
 
-def _check_deploy_backend(deploy_cfg: Optional[DeployConfig],
+def _check_deploy_backend(deploy_cfg: Optional['DeployConfig'],
                           quantizer: BaseQuantizer) -> None:
     """Raise if ``deploy_cfg`` targets another device than the one the
     quantizer's schemes were chosen for (e.g. TensorRT's signed symmetric
@@ -266,6 +278,9 @@ class MMArchitectureQuantDDP(MMDistributedDataParallel):
 
     def calibrate_step(self, data: Union[dict, tuple, list]) -> torch.Tensor:
         return self.module.calibrate_step(data)
+
+    def sync_qparams(self, src_mode: str) -> None:
+        self.module.sync_qparams(src_mode)
 
 
 def _set_tracer_input_shape(tracer: object, input_shape: Sequence[int]) -> None:

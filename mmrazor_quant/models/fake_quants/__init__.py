@@ -1,4 +1,8 @@
 """Fake-quant modules and the functions they are built on."""
+from mmrazor_quant.compat.fake_quant_api import (enable_param_learning,
+                                                 enable_static_estimate,
+                                                 enable_val)
+from mmrazor_quant.compat.torch_ao import not_supported
 from .adaround import AdaRoundFakeQuantize
 from .base import BaseFakeQuantize
 from .fake_quantize import FakeQuantize
@@ -18,5 +22,13 @@ __all__ = [
     'fake_quantize', 'fake_quantize_learnable', 'round_half_away_from_zero',
     'named_fake_quants', 'iter_fake_quants', 'enable_observer',
     'disable_observer', 'enable_fake_quant', 'disable_fake_quant',
-    'check_calibrated', 'AdaRoundFakeQuantize', 'QDropFakeQuantize'
+    'check_calibrated', 'AdaRoundFakeQuantize', 'QDropFakeQuantize',
+    'enable_param_learning', 'enable_static_estimate', 'enable_val',
+    'register_torch_fake_quants'
 ]
+
+#: Not supported: MMRazor registered torch.ao's fake quants by name.
+register_torch_fake_quants = not_supported(
+    'register_torch_fake_quants',
+    "the fake quants of mmrazor_quant.models.fake_quants (e.g. "
+    "type='mmrazor_quant.FakeQuantize'), which need no registration")

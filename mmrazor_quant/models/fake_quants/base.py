@@ -4,12 +4,15 @@ from typing import Optional, Tuple, Union
 import torch
 from torch import Tensor, nn
 
+from mmrazor_quant.compat.fake_quant_api import FakeQuantizeAPIMixin
+from mmrazor_quant.compat.torch_style import WithArgsMixin
 from mmrazor_quant.structures.quantization import QSchema
 
 __all__ = ['BaseFakeQuantize']
 
 
-class BaseFakeQuantize(nn.Module):
+class BaseFakeQuantize(WithArgsMixin, FakeQuantizeAPIMixin,
+                       nn.Module):
     """Simulates quantization: ``dequant(quant(x))`` with qparams from an
     observer (or learned).
 
@@ -27,7 +30,9 @@ class BaseFakeQuantize(nn.Module):
     :meth:`init_qparams_shape` or a loaded checkpoint sizes them.
 
     Subclasses register the tensors named in ``_qparam_names`` and implement
-    ``forward``.
+    ``forward``. MMRazor's (torch.ao's) names ``with_args``,
+    ``toggle_fake_quant``, ``toggle_observer_update`` and
+    ``activation_post_process`` work too (:mod:`mmrazor_quant.compat`).
 
     Args:
         observer (dict | BaseObserver, optional): The observer, or its

@@ -5,6 +5,7 @@ from typing import Optional, Union
 import torch
 from torch import Tensor, nn
 
+from mmrazor_quant.compat.fake_quant_api import LearnableAPIMixin
 from mmrazor_quant.registry import MODELS
 from mmrazor_quant.structures.quantization import QSchema, RoundingPolicy
 from .base import BaseFakeQuantize
@@ -17,7 +18,7 @@ _EPS = torch.finfo(torch.float32).eps
 
 
 @MODELS.register_module(name=['LearnableFakeQuantize', 'LSQFakeQuantize'])
-class LearnableFakeQuantize(BaseFakeQuantize):
+class LearnableFakeQuantize(LearnableAPIMixin, BaseFakeQuantize):
     """Learned Step Size Quantization (LSQ, Esser et al., 2020) and, with a
     trainable zero-point, LSQ+ (Bhalgat et al., 2020).
 
@@ -35,6 +36,10 @@ class LearnableFakeQuantize(BaseFakeQuantize):
 
     where ``g = 1 / sqrt(N * quant_max)`` with ``N`` the number of elements
     (per channel: elements per channel) if ``use_grad_scaling`` else 1.
+
+    MMRazor's switches (``enable_param_learning``, ``enable_static_estimate``,
+    ``enable_val``, ``toggle_qparam_learning``, ...) are available, see
+    :class:`~mmrazor_quant.compat.fake_quant_api.LearnableAPIMixin`.
 
     The scale used in ``forward`` is ``max(scale, eps)``, with the gradient
     passed straight through so a scale pushed below ``eps`` can recover.

@@ -1,4 +1,5 @@
 """Observers: record tensor statistics and turn them into qparams."""
+from mmrazor_quant.compat.torch_ao import not_supported
 from .base import BaseObserver
 from .histogram import (HistogramMSEObserver, HistogramObserver,
                         PercentileObserver)
@@ -17,5 +18,12 @@ __all__ = [
     'MovingAveragePerChannelMinMaxObserver', 'HistogramObserver',
     'PercentileObserver', 'HistogramMSEObserver', 'KLObserver',
     'MSEObserver', 'PerChannelMSEObserver', 'LSQObserver',
-    'LSQPerChannelObserver', 'LSQPlusObserver', 'LSQPlusPerChannelObserver'
+    'LSQPerChannelObserver', 'LSQPlusObserver', 'LSQPlusPerChannelObserver',
+    'register_torch_observers'
 ]
+
+#: Not supported: MMRazor registered torch.ao's observers by name.
+register_torch_observers = not_supported(
+    'register_torch_observers',
+    "the observers of mmrazor_quant.models.observers (e.g. "
+    "type='mmrazor_quant.MinMaxObserver'), which need no registration")

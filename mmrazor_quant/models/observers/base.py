@@ -6,6 +6,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
+from mmrazor_quant.compat.torch_style import WithArgsMixin
 from mmrazor_quant.structures.quantization import QSchema
 from mmrazor_quant.utils.tensor_checks import check_all
 
@@ -18,7 +19,7 @@ def _is_distributed() -> bool:
             and dist.get_world_size() > 1)
 
 
-class BaseObserver(nn.Module):
+class BaseObserver(WithArgsMixin, nn.Module):
     """Records statistics of the tensors it sees and turns them into qparams.
 
     An observer is an identity in ``forward``; ``calculate_qparams`` returns
@@ -31,6 +32,10 @@ class BaseObserver(nn.Module):
     Subclasses implement ``_observe(x)`` and ``calculate_qparams()``. Under an
     initialised ``torch.distributed`` group they all-reduce their per-batch
     statistics (:meth:`_all_reduce`) so every rank ends with the same qparams.
+
+    ``Cls.with_args(**kwargs)`` returns a factory, as in MMRazor; it also
+    takes torch-style keys (``dtype``, ``qscheme=torch.per_tensor_affine``,
+    ``quant_min``, ...; see :mod:`mmrazor_quant.compat.torch_style`).
 
     Args:
         qscheme (QSchema, optional): The scheme. Defaults to ``QSchema()``

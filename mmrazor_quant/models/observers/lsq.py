@@ -5,6 +5,7 @@ from typing import Optional, Tuple
 import torch
 from torch import Tensor
 
+from mmrazor_quant.compat.torch_style import resolve_qscheme
 from mmrazor_quant.registry import MODELS
 from mmrazor_quant.structures.quantization import QSchema, calculate_qparams
 from mmrazor_quant.structures.quantization.qparams import pot_scale
@@ -71,9 +72,18 @@ class LSQObserver(_MomentObserver):
     rounded up to a power of two.
 
     Args:
-        qscheme (QSchema, optional): The scheme. Defaults to ``QSchema()``.
+        qscheme (QSchema | torch.qscheme, optional): The scheme. Defaults to
+            ``QSchema()``.
+        **torch_kwargs: MMRazor's torch-style keys instead of a QSchema
+            (``dtype``, ``qscheme=torch.per_tensor_affine``, ``quant_min``,
+            ``quant_max``, ``reduce_range``, ``ch_axis``), see
+            :mod:`mmrazor_quant.compat.torch_style`.
     """
     moments = ('abs_sum', )
+
+    def __init__(self, qscheme: Optional[QSchema] = None,
+                 **torch_kwargs) -> None:
+        super().__init__(resolve_qscheme(type(self), qscheme, torch_kwargs))
 
     def _batch_moments(self, x: Tensor) -> Tuple[Tensor, ...]:
         return (x.abs().sum(-1, dtype=torch.float64), )

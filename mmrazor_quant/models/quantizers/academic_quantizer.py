@@ -5,6 +5,7 @@ from torch import fx, nn
 
 from mmrazor_quant.registry import MODELS
 from .base import BaseQuantizer
+from .mmrazor_compat import check_prepare_custom_config
 from .op_kinds import OpKind, classify_node
 from .rules import InputSelector, QuantRules
 
@@ -30,6 +31,11 @@ class AcademicQuantizer(BaseQuantizer):
             Defaults to None (no special case).
         tracer (dict, optional): Tracer config.
         init_cfg (dict, optional): Defaults to None.
+        prepare_custom_config (dict, optional): MMRazor's key; its
+            ``preserved_attributes`` are copied from the model onto every
+            prepared GraphModule. Defaults to None.
+        **kwargs: ``no_observer_modules``, ``extra_redundant_fakequants``
+            (see :class:`BaseQuantizer`).
     """
     backend = 'academic'
     rules = QuantRules(
@@ -45,12 +51,17 @@ class AcademicQuantizer(BaseQuantizer):
                  qconfig_mapping: Optional[dict] = None,
                  first_last_bit: Optional[int] = None,
                  tracer: Optional[dict] = None,
-                 init_cfg: Optional[dict] = None) -> None:
+                 init_cfg: Optional[dict] = None,
+                 prepare_custom_config: Optional[dict] = None,
+                 **kwargs) -> None:
         super().__init__(
             global_qconfig,
             qconfig_mapping=qconfig_mapping,
             tracer=tracer,
-            init_cfg=init_cfg)
+            init_cfg=init_cfg,
+            **kwargs)
+        self.preserved_attributes = check_prepare_custom_config(
+            prepare_custom_config)
         self.first_last_bit = first_last_bit
         self._first_last: Tuple[str, ...] = ()
         self._first_last_qconfig = None
@@ -73,6 +84,21 @@ class AcademicQuantizer(BaseQuantizer):
         if self.first_last_bit is not None:
             self._first_last = self._find_first_last(model, graphs)
         return graphs
+
+    def prepare(self, model: nn.Module,
+                forward_modes: Sequence[str] = ('tensor', )
+                ) -> Dict[str, fx.GraphModule]:
+        missing = [a for a in self.preserved_attributes
+                   if not hasattr(model, a)]
+        if missing:
+            raise AttributeError(f'prepare_custom_config.preserved_attributes'
+                                 f' {missing} are not attributes of '
+                                 f'{type(model).__name__}')
+        qmodels = super().prepare(model, forward_modes)
+        for gm in qmodels.values():
+            for attr in self.preserved_attributes:
+                setattr(gm, attr, getattr(model, attr))
+        return qmodels
 
     @staticmethod
     def _find_first_last(model: nn.Module,

@@ -7,6 +7,8 @@ from torch import fx, nn
 from mmrazor_quant.registry import TASK_UTILS, build_in_scope
 from mmrazor_quant.structures.quantization import QConfigHandler, QSchema
 from .backend_spec import BackendSpec
+from .mmrazor_compat import (export_quantized_onnx, granularity_modes,
+                             no_observer_object_types, resolve_module_classes)
 from .qconfig_mapping import QConfigMapping
 from .rules import QuantRules
 
@@ -65,6 +67,14 @@ class BaseQuantizer(BaseModule):
         tracer (dict): Config of the tracer. Defaults to
             ``dict(type='mmrazor_quant.CustomTracer')``.
         init_cfg (dict, optional): mmengine init config. Defaults to None.
+        no_observer_modules (list, optional): MMRazor's key: module classes
+            (or dotted paths) kept float, i.e. ``object_type`` rules
+            ``(cls, None)`` after those of ``qconfig_mapping``.
+            Defaults to None.
+        extra_redundant_fakequants (dict, optional): MMRazor's key: activation
+            fake quants to remove around given modules, functions, methods
+            or node ops (see :mod:`.passes.remove_requested`).
+            Defaults to None.
 
     Raises:
         KeyError, ValueError, TypeError: If a qconfig is invalid, names a
@@ -88,9 +98,16 @@ class BaseQuantizer(BaseModule):
                  global_qconfig: Optional[Union[dict, QConfigHandler]] = None,
                  qconfig_mapping: Optional[dict] = None,
                  tracer: Optional[dict] = None,
-                 init_cfg: Optional[dict] = None) -> None:
+                 init_cfg: Optional[dict] = None,
+                 no_observer_modules: Optional[list] = None,
+                 extra_redundant_fakequants: Optional[dict] = None) -> None:
+        from .passes.remove_requested import check_redundant_spec
         super().__init__(init_cfg)
         mapping = dict(qconfig_mapping or {})
+        self.no_observer_modules = resolve_module_classes(
+            no_observer_modules, 'no_observer_modules')
+        self.extra_redundant_fakequants = check_redundant_spec(
+            extra_redundant_fakequants)
         unknown = set(mapping) - {'_global_', 'object_type', 'module_name'}
         if unknown:
             raise KeyError(f'qconfig_mapping has unknown keys '
@@ -107,7 +124,8 @@ class BaseQuantizer(BaseModule):
         self.qconfig_mapping = QConfigMapping(
             self.qconfig,
             module_name=mapping.get('module_name'),
-            object_type=mapping.get('object_type'))
+            object_type=no_observer_object_types(
+                mapping.get('object_type'), self.no_observer_modules))
         for handler in self.qconfig_mapping.handlers():
             self.check_qschemes(handler.w_qscheme, handler.a_qscheme)
         tracer = dict(DEFAULT_TRACER) if tracer is None else tracer
@@ -123,6 +141,28 @@ class BaseQuantizer(BaseModule):
         """
         if self.scheme is not None:
             self.scheme.check(w_qscheme, a_qscheme, type(self).__name__)
+
+    @property
+    def support_w_modes(self) -> Tuple[str, ...]:
+        """Weight granularities the backend runs: ``'per_tensor'`` and/or
+        ``'per_channel'`` (from :attr:`scheme`)."""
+        return granularity_modes(self.scheme.weight if self.scheme else None)
+
+    @property
+    def support_a_modes(self) -> Tuple[str, ...]:
+        """Activation granularities the backend runs (a tuple, also for
+        one mode)."""
+        return granularity_modes(
+            self.scheme.activation if self.scheme else None)
+
+    def export_onnx(self, model: nn.Module, args, output_path: str,
+                    opset_version: Optional[int] = None, **kwargs) -> None:
+        """Write standard QDQ ONNX of a calibrated model; see
+        :func:`.mmrazor_compat.export_quantized_onnx`. Backend side files
+        come from ``tools/export.py`` / ``mmrazor_quant.deploy.export_model``.
+        """
+        export_quantized_onnx(model, args, output_path, opset_version,
+                              **kwargs)
 
     def _require(self, ok: bool, key: str, what: str) -> None:
         if not ok:
@@ -203,11 +243,25 @@ class BaseQuantizer(BaseModule):
         insert_activation_fake_quants(model, graphs, self.rules,
                                       self._activation_fake_quant)
         remove_redundant_fake_quants(model, graphs, self.rules)
+        self._remove_requested(model, graphs)
         del self._modules_cache
         return {
             mode: build_graph_module(model, graph, mode)
             for mode, graph in graphs.items()
         }
+
+
+    def _remove_requested(self, model: nn.Module,
+                          graphs: Dict[str, fx.Graph]) -> None:
+        """Apply ``extra_redundant_fakequants`` and log what it removed."""
+        from mmengine.logging import print_log
+
+        from .passes.remove_requested import remove_requested_fake_quants
+        removed = remove_requested_fake_quants(
+            model, graphs, self.extra_redundant_fakequants)
+        if removed:
+            print_log(f'extra_redundant_fakequants removed {len(removed)} '
+                      f'activation fake quant(s): {removed}', logger='current')
 
 
 def _check_declarations(cls: type) -> None:

@@ -1,4 +1,8 @@
 """Helpers built from config: tracers."""
-from .tracer import CustomTracer, TraceError
+from .tracer import (CustomTracer, TraceError, UntracedMethodRegistry,
+                     build_graphmodule, custom_symbolic_trace)
 
-__all__ = ['CustomTracer', 'TraceError']
+__all__ = [
+    'CustomTracer', 'TraceError', 'UntracedMethodRegistry',
+    'build_graphmodule', 'custom_symbolic_trace'
+]

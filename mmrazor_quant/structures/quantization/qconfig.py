@@ -18,6 +18,8 @@ from typing import Any, Dict, Optional
 
 from torch import nn
 
+from mmrazor_quant.compat.qconfig_api import QConfigHandlerAPIMixin
+from mmrazor_quant.compat.torch_ao import is_torch_ao_object, raise_torch_ao
 from .qscheme import QSchema
 
 __all__ = ['QConfigHandler']
@@ -61,15 +63,20 @@ def _resolve(key: str, cfg: Any, role: str) -> type:
     return cls
 
 
-class QConfigHandler:
+class QConfigHandler(QConfigHandlerAPIMixin):
     """Validate a ``global_qconfig`` and build its fake-quant modules.
 
     Per-channel is decided by the weight/activation observer class
     (``PerChannel*`` observers have ``per_channel = True``) unless the
     qscheme sets ``is_per_channel``; a disagreement is an error.
 
+    MMRazor's ``check_qconfig``, ``convert()``, ``w_fake_quant`` and
+    ``a_fake_quant`` are available (see
+    :class:`~mmrazor_quant.compat.qconfig_api.QConfigHandlerAPIMixin`).
+
     Args:
-        qconfig (dict): The six keys of MMRazor's ``global_qconfig``.
+        qconfig (dict | Config | ConfigDict): The six keys of MMRazor's
+            ``global_qconfig``.
 
     Raises:
         KeyError: If a required key is missing or an unknown key is given.
@@ -80,6 +87,13 @@ class QConfigHandler:
     def __init__(self, qconfig: Dict[str, Any]) -> None:
         if isinstance(qconfig, QConfigHandler):
             qconfig = qconfig.cfg
+        if hasattr(qconfig, 'to_dict') and not isinstance(qconfig, dict):
+            qconfig = qconfig.to_dict()  # an mmengine Config
+        if is_torch_ao_object(qconfig):
+            raise_torch_ao(f'a torch.ao {type(qconfig).__name__}',
+                           'a global_qconfig dict (w_observer, a_observer, '
+                           'w_fake_quant, a_fake_quant, w_qscheme, '
+                           'a_qscheme)')
         if not isinstance(qconfig, dict):
             raise TypeError(f'global_qconfig must be a dict, got {qconfig!r}')
         missing = [k for k in REQUIRED_KEYS if k not in qconfig]

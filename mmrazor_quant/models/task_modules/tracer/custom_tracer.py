@@ -344,10 +344,13 @@ class CustomTracer(Tracer):
     # -- skipped methods --------------------------------------------------
     @contextlib.contextmanager
     def _skipping_methods(self) -> Iterator[None]:
-        """Replace each skipped method on its class for the trace only."""
+        """Replace each skipped method (and each one registered with
+        ``UntracedMethodRegistry``) on its class for the trace only."""
         saved: List[Tuple[type, str, Any]] = []
         try:
-            for owner, name in self._methods:
+            from .fx.custom_tracer import UntracedMethodRegistry
+            for owner, name in (self._methods +
+                                UntracedMethodRegistry.registered()):
                 original = owner.__dict__.get(name, _MISSING)
                 saved.append((owner, name, original))
                 setattr(owner, name,
