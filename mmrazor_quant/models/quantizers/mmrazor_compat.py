@@ -103,7 +103,8 @@ def export_quantized_onnx(model: nn.Module, args: Any, output_path: str,
 
     Args:
         model (nn.Module): An ``MMArchitectureQuant`` (its
-            ``get_deploy_model()`` is exported) or a deploy model.
+            ``get_deploy_model()`` is exported), a calibrated tensor-mode
+            GraphModule of ``quantizer.prepare`` or a deploy model.
         args (Tensor | tuple): The example input batch (a tuple's first
             element).
         output_path (str): Where to write the ``.onnx``.
@@ -123,8 +124,15 @@ def export_quantized_onnx(model: nn.Module, args: Any, output_path: str,
     if unknown:
         raise TypeError(f'export_onnx got unsupported arguments {unknown}; '
                         f'it takes {list(allowed)}')
+    from mmrazor_quant.models.fake_quants import BaseFakeQuantize
     if hasattr(model, 'get_deploy_model'):
         model = model.get_deploy_model()
+    elif any(isinstance(m, BaseFakeQuantize) for m in model.modules()):
+        # A prepared tensor-mode GraphModule (MMRazor's observed model).
+        from types import SimpleNamespace
+
+        from mmrazor_quant.deploy import build_deploy_model
+        model = build_deploy_model(SimpleNamespace(qmodels={'tensor': model}))
     example = args[0] if isinstance(args, (tuple, list)) else args
     export_onnx(
         model,
