@@ -7,8 +7,9 @@ from torch import fx, nn
 from mmrazor_quant.registry import TASK_UTILS, build_in_scope
 from mmrazor_quant.structures.quantization import QConfigHandler, QSchema
 from .backend_spec import BackendSpec
-from .mmrazor_compat import (export_quantized_onnx, granularity_modes,
-                             no_observer_object_types, resolve_module_classes)
+from .mmrazor_compat import (QuantizerAPIMixin, export_quantized_onnx,
+                             granularity_modes, no_observer_object_types,
+                             resolve_module_classes)
 from .qconfig_mapping import QConfigMapping
 from .rules import QuantRules
 
@@ -17,7 +18,7 @@ __all__ = ['BaseQuantizer']
 DEFAULT_TRACER = dict(type='mmrazor_quant.CustomTracer')
 
 
-class BaseQuantizer(BaseModule):
+class BaseQuantizer(QuantizerAPIMixin, BaseModule):
     """Prepare a float model for quantization the way one backend runs it.
 
     ``prepare`` traces the model once per forward mode, fuses Conv+BN(+ReLU)

@@ -10,9 +10,53 @@ from mmrazor_quant.compat.torch_ao import raise_torch_ao
 from .backend_spec import TensorSpec
 
 __all__ = [
-    'resolve_module_classes', 'no_observer_object_types', 'granularity_modes',
+    'QuantizerAPIMixin', 'resolve_module_classes', 'no_observer_object_types', 'granularity_modes',
     'check_prepare_custom_config', 'export_quantized_onnx'
 ]
+
+_DEPLOY_INSTEAD = ('model.get_deploy_model() (BN folded, fake quants '
+                   'fixed for export)')
+
+
+class QuantizerAPIMixin:
+    """Helpers of MMRazor's ``BaseQuantizer``: the two plain-module ones
+    work; the torch.ao-bound ones raise, saying what to use instead."""
+
+    @staticmethod
+    def convert_batchnorm2d(model: nn.Module) -> None:
+        """Replace every ``SyncBatchNorm`` (and mmengine's ``_BatchNormXd``)
+        in ``model`` by an ``nn.BatchNorm2d`` with the same settings and
+        state, in place."""
+        from mmengine.model.utils import _BatchNormXd
+        for name, child in list(model.named_children()):
+            if isinstance(child, (nn.SyncBatchNorm, _BatchNormXd)):
+                bn = nn.BatchNorm2d(child.num_features, child.eps,
+                                    child.momentum, child.affine,
+                                    child.track_running_stats)
+                bn.load_state_dict(child.state_dict())
+                setattr(model, name, bn)
+            else:
+                QuantizerAPIMixin.convert_batchnorm2d(child)
+
+    @staticmethod
+    def sync_module_training_mode(model: nn.Module, mode: bool = True) -> None:
+        """Set ``training`` of every module of ``model`` to ``mode``."""
+        for module in model.modules():
+            module.training = mode
+
+    def swap_ff_with_fxff(self, model: nn.Module) -> None:
+        raise_torch_ao('BaseQuantizer.swap_ff_with_fxff (FloatFunctional)',
+                       'plain torch ops (x + y, torch.cat), which the tracer '
+                       'quantizes by the backend rules')
+
+    def post_process_for_deploy(self, *args: Any, **kwargs: Any) -> None:
+        raise_torch_ao('post_process_for_deploy', _DEPLOY_INSTEAD)
+
+    def gen_qconfig_mapping(self, *args: Any, **kwargs: Any) -> None:
+        raise_torch_ao('gen_qconfig_mapping (torch.ao QConfigMapping)',
+                       'the qconfig_mapping argument (_global_, '
+                       'object_type, module_name dicts)')
+
 
 _PREPARE_KEYS = ('float_to_observed_custom_module_class',
                  'preserved_attributes')
