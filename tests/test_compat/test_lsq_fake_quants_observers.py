@@ -10,6 +10,10 @@ from mmrazor_quant import digit_version
 from mmrazor_quant.models import (LearnableFakeQuantize, LSQObserver,
                                   LSQPerChannelObserver)
 from mmrazor_quant.models.fake_quants import (FakeQuantize,
+                                              disable_fake_quant,
+                                              disable_observer,
+                                              enable_fake_quant,
+                                              enable_observer,
                                               enable_param_learning,
                                               enable_static_estimate,
                                               enable_val)
@@ -131,6 +135,20 @@ class TestLearnableFakeQuantize(TestCase):
         model.apply(enable_val)
         self.assertEqual(model[0].static_enabled[0], 0)
         self.assertEqual(model[0].learning_enabled[0], 0)
+
+    def test_switch_functions_with_model_apply(self):
+        model = torch.nn.Sequential(
+            torch.nn.Sequential(self.zero_point_untrainable_fakequant()),
+            self.zero_point_trainable_fakequant())
+        fqs = [model[0][0], model[1]]
+        model.apply(disable_observer)
+        model.apply(disable_fake_quant)
+        self.assertEqual([int(f.observer_enabled[0]) for f in fqs], [0, 0])
+        self.assertEqual([int(f.fake_quant_enabled[0]) for f in fqs], [0, 0])
+        enable_observer(model)
+        enable_fake_quant(model)
+        self.assertEqual([int(f.observer_enabled[0]) for f in fqs], [1, 1])
+        self.assertEqual([int(f.fake_quant_enabled[0]) for f in fqs], [1, 1])
 
     def test_load_state_dict(self):
         fq_module = self.zero_point_untrainable_per_channel_fakequant()
