@@ -245,7 +245,10 @@ def _build_fake_quant(cls: type, kwargs: Dict[str, Any]) -> torch.nn.Module:
     kwargs = dict(kwargs)
     observer = kwargs.pop('observer', None)
     if observer is None or isinstance(observer, (dict, torch.nn.Module)):
-        return cls(observer=observer, **kwargs)
+        qscheme, rest = split_torch_kwargs(cls.__name__, None, kwargs)
+        if qscheme is not None:
+            rest['qscheme'] = qscheme
+        return cls(observer=observer, **rest)
     for key, default in (('scale', 1.0), ('zero_point', 0.0)):
         if key in kwargs and float(kwargs.pop(key)) != default:
             raise ValueError(f'{cls.__name__}: an initial {key} is not '

@@ -111,6 +111,16 @@ def test_extra_redundant_fakequants_before_output_op():
     assert 'fc' not in fake_quant_consumers(gms['loss'].graph)
 
 
+def test_output_rule_does_not_reach_through_a_layer():
+    # OpenVINO quantizes fc's input, not its output: ('output', ) finds no
+    # fake quant before the output through grid-keeping ops, and fc stays
+    # quantized (MMRazor's walk through any op would have removed it)
+    spec = dict(extra_op_prev_wo_fakequant=('output', ))
+    _, _, gms, expected = build(OpenVINOQuantizer,
+                                extra_redundant_fakequants=spec)
+    assert fake_quant_consumers(gms['tensor'].graph) == expected
+
+
 def test_extra_redundant_fakequants_after_module():
     spec = dict(extra_module_next_wo_fakequant=(torch.nn.Conv2d, ))
     _, _, gms, expected = build(TorchNativeQuantizer,

@@ -259,7 +259,7 @@ class BaseQuantizer(QuantizerAPIMixin, BaseModule):
 
         from .passes.remove_requested import remove_requested_fake_quants
         removed = remove_requested_fake_quants(
-            model, graphs, self.extra_redundant_fakequants)
+            model, graphs, self.extra_redundant_fakequants, self.rules)
         if removed:
             print_log(f'extra_redundant_fakequants removed {len(removed)} '
                       f'activation fake quant(s): {removed}', logger='current')

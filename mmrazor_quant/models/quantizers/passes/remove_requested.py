@@ -13,7 +13,10 @@ each a tuple of targets:
 
 ``next`` removes a fake quant whose input is a matching node. ``prev``
 removes, on each input of a matching node, the nearest fake quant upstream
-(for modules: only one that is the node's first input), as MMRazor did.
+(for modules: only one that is the node's first input), as MMRazor did,
+but reached through grid-keeping ops only (reshapes, max pooling, ReLU):
+MMRazor walked through any op, so ``('output', )`` could strip the input
+quantization of the last linear layer under an input-quantizing backend.
 All forward modes share their fake quants, so a fake quant removed in one
 mode's graph is removed from every graph.
 """
@@ -22,6 +25,8 @@ from typing import Any, Callable, Dict, List, Set, Tuple
 from mmengine.utils import import_modules_from_strings
 from torch import fx, nn
 
+from ..op_kinds import classify_node
+from ..rules import QuantRules
 from .insert_fake_quants import ACT_FAKE_QUANTS, is_fake_quant_node
 
 __all__ = [
@@ -93,8 +98,10 @@ def _matcher(kind: str, targets: Tuple[Any, ...],
     return lambda n: n.op in targets
 
 
-def _nearest_upstream(node: fx.Node) -> List[fx.Node]:
-    """On each input path of ``node``, the first fake-quant node."""
+def _nearest_upstream(node: fx.Node, modules: Dict[str, nn.Module],
+                      rules: QuantRules) -> List[fx.Node]:
+    """On each input path of ``node``, the first fake-quant node, reached
+    through ops that keep the grid (reshapes, max pooling, ReLU) only."""
     found, todo, seen = [], list(node.all_input_nodes), set()
     while todo:
         cur = todo.pop()
@@ -103,13 +110,13 @@ def _nearest_upstream(node: fx.Node) -> List[fx.Node]:
         seen.add(cur)
         if is_fake_quant_node(cur):
             found.append(cur)
-        else:
+        elif classify_node(cur, modules) in rules.grid_preserving:
             todo.extend(cur.all_input_nodes)
     return found
 
 
 def _requested(graph: fx.Graph, spec: Dict[str, Tuple[Any, ...]],
-               modules: Dict[str, nn.Module]) -> Set[str]:
+               modules: Dict[str, nn.Module], rules: QuantRules) -> Set[str]:
     """Targets of the fake quants ``spec`` asks to remove in ``graph``."""
     targets = set()
     for key, entries in spec.items():
@@ -127,16 +134,22 @@ def _requested(graph: fx.Graph, spec: Dict[str, Tuple[Any, ...]],
                     found = [first] if isinstance(first, fx.Node) and \
                         is_fake_quant_node(first) else []
                 else:
-                    found = _nearest_upstream(node)
+                    found = _nearest_upstream(node, modules, rules)
                 targets.update(str(n.target) for n in found)
     return targets
 
 
 def remove_requested_fake_quants(root: nn.Module, graphs: Dict[str, fx.Graph],
-                                 spec: Dict[str, Tuple[Any, ...]]
-                                 ) -> List[str]:
+                                 spec: Dict[str, Tuple[Any, ...]],
+                                 rules: QuantRules) -> List[str]:
     """Remove the fake quants ``spec`` (see :func:`check_redundant_spec`)
     names, from every graph and from ``root.act_fake_quants``.
+
+    Args:
+        root (nn.Module): The quantized model.
+        graphs (dict[str, fx.Graph]): Graph per forward mode.
+        spec (dict): The checked ``extra_redundant_fakequants``.
+        rules (QuantRules): The backend's rules (which ops keep the grid).
 
     Returns:
         list[str]: The names of the removed fake quants, sorted.
@@ -147,7 +160,7 @@ def remove_requested_fake_quants(root: nn.Module, graphs: Dict[str, fx.Graph],
     modules = dict(root.named_modules())
     targets = set()
     for graph in graphs.values():
-        targets |= _requested(graph, spec, modules)
+        targets |= _requested(graph, spec, modules, rules)
     for graph in graphs.values():
         for node in list(graph.nodes):
             if node.op == 'call_module' and str(node.target) in targets:
