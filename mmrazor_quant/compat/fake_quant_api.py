@@ -51,7 +51,8 @@ class FakeQuantizeAPIMixin:
     def bitwidth(self) -> int:
         return self.qscheme.bit
 
-    def toggle_fake_quant(self, enabled: bool = True) -> 'FakeQuantizeAPIMixin':
+    def toggle_fake_quant(self,
+                          enabled: bool = True) -> 'FakeQuantizeAPIMixin':
         """Turn fake quantization on or off; returns self."""
         self.enable_fake_quant(enabled)
         return self

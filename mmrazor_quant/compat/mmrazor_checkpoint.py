@@ -58,8 +58,8 @@ class MMRazorCheckpointReport:
         loaded (int): Number of tensors taken from the checkpoint.
         unmapped_activations (list[str]): Our activation fake quants left
             uncalibrated (no ``activation_map`` entry).
-        mmrazor_activations (list[str]): MMRazor's ``activation_post_process_N``
-            modules of the mode that were not used.
+        mmrazor_activations (list[str]): MMRazor's
+            ``activation_post_process_N`` modules of the mode not used.
         unused (list[str]): Other checkpoint keys of the mode not used.
     """
     loaded: int = 0

@@ -197,8 +197,9 @@ def resolve_qscheme(cls: type, qscheme: Any, kwargs: Dict[str, Any]) -> Any:
         raise TypeError(f'{cls.__name__}() got unexpected keyword arguments '
                         f'{sorted(rest)}')
     if qscheme is not None and mapped is not None:
-        raise TypeError(f'{cls.__name__}: give either a QSchema or torch-style '
-                        f'keys {list(TORCH_STYLE_KEYS)}, not both')
+        raise TypeError(f'{cls.__name__}: give either a QSchema or '
+                        f'torch-style keys {list(TORCH_STYLE_KEYS)}, not '
+                        'both')
     return mapped if mapped is not None else qscheme
 
 

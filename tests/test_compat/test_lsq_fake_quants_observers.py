@@ -190,8 +190,9 @@ class TestLSQObserver(TestCase):
         self.assertEqual(int(zero_point), 0)
 
     def test_direct_torch_style_kwargs(self):
-        obs = LSQObserver(dtype=torch.qint8, qscheme=torch.per_tensor_symmetric,
-                          quant_min=-7, quant_max=7)
+        obs = LSQObserver(dtype=torch.qint8,
+                          qscheme=torch.per_tensor_symmetric, quant_min=-7,
+                          quant_max=7)
         self.assertEqual((obs.qscheme.bit, obs.qscheme.is_symmetric_range),
                          (4, True))
         obs(torch.full((4, ), -2.))

@@ -1,6 +1,6 @@
 """MMArchitectureQuant: an mmengine model whose forward modes are quantized."""
 import copy
-from typing import Dict, List, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Union
 
 import torch
 from mmengine.model import BaseModel, BaseModule, MMDistributedDataParallel
@@ -11,6 +11,9 @@ from mmrazor_quant.registry import MODEL_WRAPPERS, MODELS, build_in_scope
 from ..quantizers.base import BaseQuantizer, build_graph_module
 from ..task_modules.tracer.custom_tracer import check_input_shape
 from .mmrazor_api import MMArchitectureQuantAPIMixin, note_input_shapes
+
+if TYPE_CHECKING:
+    from mmrazor_quant.deploy.deploy_config import DeployConfig
 
 __all__ = ['MMArchitectureQuant', 'MMArchitectureQuantDDP']
 

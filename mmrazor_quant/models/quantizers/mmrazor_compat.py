@@ -10,7 +10,8 @@ from mmrazor_quant.compat.torch_ao import raise_torch_ao
 from .backend_spec import TensorSpec
 
 __all__ = [
-    'QuantizerAPIMixin', 'resolve_module_classes', 'no_observer_object_types', 'granularity_modes',
+    'QuantizerAPIMixin', 'resolve_module_classes', 'no_observer_object_types',
+    'granularity_modes',
     'check_prepare_custom_config', 'export_quantized_onnx'
 ]
 
