@@ -7,8 +7,9 @@ from mmengine.model import BaseModel, BaseModule, MMDistributedDataParallel
 from mmengine.structures import BaseDataElement
 from torch import fx, nn
 
-from mmrazor_quant.deploy.deploy_config import DeployConfig
+from mmrazor_quant.backends import get_backend
 from mmrazor_quant.registry import MODEL_WRAPPERS, MODELS, build_in_scope
+from mmrazor_quant.structures import DeployConfig
 from ..quantizers.base import BaseQuantizer, build_graph_module
 from ..task_modules.tracer.custom_tracer import check_input_shape
 
@@ -189,11 +190,12 @@ def _check_deploy_backend(deploy_cfg: Optional[DeployConfig],
                           quantizer: BaseQuantizer) -> None:
     """Raise if ``deploy_cfg`` targets another device than the one the
     quantizer's schemes were chosen for (e.g. TensorRT's signed symmetric
-    activations deployed to OpenVINO)."""
-    backend = getattr(quantizer, 'backend', None)
-    if deploy_cfg is None or backend not in ('openvino', 'tensorrt') or \
-            backend == deploy_cfg.backend:
+    activations deployed to OpenVINO); see
+    :meth:`BaseBackend.accepts_quantizer`."""
+    if deploy_cfg is None or \
+            get_backend(deploy_cfg.backend).accepts_quantizer(quantizer):
         return
+    backend = quantizer.backend
     raise ValueError(
         f'model.deploy_cfg.backend_config.type={deploy_cfg.backend!r} does '
         f'not match model.quantizer ({type(quantizer).__name__}, backend '
