@@ -47,6 +47,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from mmrazor_quant.backends import all_backends
 from mmrazor_quant.models.fake_quants import disable_observer
 from mmrazor_quant.registry import MODELS, register_all_modules
 
@@ -80,12 +81,11 @@ CUDA_MODELS = {
 }
 
 W8 = dict(qdtype='qint8', bit=8, is_symmetry=True, is_symmetric_range=True)
+#: Each registered backend's quantizer and W8A8 activation scheme.
 BACKENDS = {
-    'native': ('TorchNativeQuantizer', dict(qdtype='quint8', bit=8)),
-    'openvino': ('OpenVINOQuantizer', dict(qdtype='quint8', bit=8,
-                                           is_symmetry=True)),
-    'tensorrt': ('TensorRTQuantizer', W8),
-    'academic': ('AcademicQuantizer', dict(qdtype='quint8', bit=8)),
+    name: (backend.quantizer, dict(backend.w8a8['a_qscheme']))
+    for name, backend in sorted(all_backends().items())
+    if backend.quantizer and backend.w8a8
 }
 
 

@@ -7,9 +7,7 @@ module as ``type='mmrazor_quant.OpenVINOQuantizer'`` (or, after
 resolves whatever was imported before.
 """
 from mmengine.registry import DATASETS as MMENGINE_DATASETS
-from mmengine.registry import HOOKS as MMENGINE_HOOKS
 from mmengine.registry import LOOPS as MMENGINE_LOOPS
-from mmengine.registry import METRICS as MMENGINE_METRICS
 from mmengine.registry import MODEL_WRAPPERS as MMENGINE_MODEL_WRAPPERS
 from mmengine.registry import MODELS as MMENGINE_MODELS
 from mmengine.registry import TASK_UTILS as MMENGINE_TASK_UTILS
@@ -17,9 +15,9 @@ from mmengine.registry import TRANSFORMS as MMENGINE_TRANSFORMS
 from mmengine.registry import Registry
 
 __all__ = [
-    'MODELS', 'MODEL_WRAPPERS', 'TASK_UTILS', 'LOOPS', 'HOOKS', 'DATASETS',
-    'TRANSFORMS', 'METRICS', 'EXPORTERS', 'register_all_modules',
-    'build_in_scope'
+    'MODELS', 'MODEL_WRAPPERS', 'TASK_UTILS', 'LOOPS', 'DATASETS',
+    'TRANSFORMS', 'BACKENDS', 'EXPORTERS', 'RUNTIMES',
+    'register_all_modules', 'build_in_scope'
 ]
 
 # Algorithms, quantizers, observers, fake quants and QAT modules.
@@ -38,9 +36,6 @@ TASK_UTILS = Registry(
 # PTQ / QAT loops.
 LOOPS = Registry(
     'loop', parent=MMENGINE_LOOPS, locations=['mmrazor_quant.engine'])
-# Runner hooks.
-HOOKS = Registry(
-    'hook', parent=MMENGINE_HOOKS, locations=['mmrazor_quant.engine'])
 # Datasets (the embedded MNIST digits).
 DATASETS = Registry(
     'dataset', parent=MMENGINE_DATASETS, locations=['mmrazor_quant.datasets'])
@@ -49,11 +44,13 @@ TRANSFORMS = Registry(
     'transform',
     parent=MMENGINE_TRANSFORMS,
     locations=['mmrazor_quant.datasets'])
-# Metrics.
-METRICS = Registry(
-    'metric', parent=MMENGINE_METRICS, locations=['mmrazor_quant.evaluation'])
-# Exporters: one per deploy target (onnxruntime, openvino, tensorrt, ...).
+# Backend plugins: one per deploy target, naming its quantizer, exporter
+# and parity runtime (see mmrazor_quant.backends).
+BACKENDS = Registry('backend', locations=['mmrazor_quant.backends'])
+# Exporters: the file format of each deploy target.
 EXPORTERS = Registry('exporter', locations=['mmrazor_quant.deploy'])
+# Runtimes that run an exported file for the parity check.
+RUNTIMES = Registry('runtime', locations=['mmrazor_quant.deploy'])
 
 
 def register_all_modules(init_default_scope: bool = True) -> None:
@@ -67,9 +64,9 @@ def register_all_modules(init_default_scope: bool = True) -> None:
 
     from mmengine.registry import DefaultScope
 
-    for package in ('mmrazor_quant.models', 'mmrazor_quant.engine',
-                    'mmrazor_quant.datasets', 'mmrazor_quant.deploy',
-                    'mmrazor_quant.ptq'):
+    for package in ('mmrazor_quant.backends', 'mmrazor_quant.models',
+                    'mmrazor_quant.engine', 'mmrazor_quant.datasets',
+                    'mmrazor_quant.deploy', 'mmrazor_quant.ptq'):
         try:
             importlib.import_module(package)
         except ModuleNotFoundError as e:

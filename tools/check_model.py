@@ -14,7 +14,7 @@ import sys
 
 from mmengine.config import DictAction
 
-from mmrazor_quant.analysis.model_check import W8A8_SCHEMES, check_model
+from mmrazor_quant.analysis.model_check import check_model, w8a8_backends
 from mmrazor_quant.registry import register_all_modules
 from mmrazor_quant.utils.quiet import quiet_stack_warnings
 
@@ -24,7 +24,7 @@ def parse_args() -> argparse.Namespace:
         description='Quantize / calibrate / predict / QAT step / export / '
         'parity check of a model with random weights')
     parser.add_argument('config', help='mmcls config (mmcls::... or a file)')
-    parser.add_argument('--backend', choices=sorted(W8A8_SCHEMES),
+    parser.add_argument('--backend', choices=w8a8_backends(),
                         default='openvino')
     parser.add_argument('--input-size', type=int, nargs='+', default=[64],
                         help='H or H W of the random images')

@@ -13,8 +13,8 @@ import json
 
 from mmengine.config import Config, DictAction
 
-from mmrazor_quant.deploy.config_export import (PARITY_RUNTIME,
-                                                ExportSettings,
+from mmrazor_quant.backends import backend_names
+from mmrazor_quant.deploy.config_export import (ExportSettings,
                                                 deploy_config_of,
                                                 export_and_check,
                                                 resolve_output_path)
@@ -26,8 +26,10 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description='Export to ONNX')
     parser.add_argument('config', help='quantization config file path')
     parser.add_argument('checkpoint', help='quantized checkpoint')
-    parser.add_argument('--backend', choices=sorted(PARITY_RUNTIME),
-                        help='deploy target (default: model.deploy_cfg\'s)')
+    parser.add_argument('--backend', help='a registered deploy target ('
+                        + ', '.join(backend_names(deployable=True)) +
+                        ', or one the config\'s custom_imports registers; '
+                        'default: model.deploy_cfg\'s)')
     parser.add_argument('--opset', type=int, help='ONNX opset (default: '
                         'deploy_cfg\'s, else 17, or 21 for 4-bit grids)')
     parser.add_argument('--shape', type=int, nargs=2, metavar=('H', 'W'),
@@ -81,12 +83,13 @@ def main() -> None:
         input_hw=tuple(args.shape) if args.shape else None,
         input_names=args.input_names, output_names=args.output_names,
         dynamic_axes=_dynamic_axes(args.dynamic_axes),
-        implicit=args.implicit)
+        implicit=args.implicit,
+        exporter_options=dict(float_bias=True) if args.float_bias else None)
     out = resolve_output_path(settings, args.config, args.checkpoint,
                               args.out, args.work_dir)
     model = load_quantized_model(cfg, args.checkpoint)
     export_and_check(model, cfg, settings, out, args.num_samples,
-                     verify=not args.no_verify, float_bias=args.float_bias)
+                     verify=not args.no_verify)
 
 
 if __name__ == '__main__':

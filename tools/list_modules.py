@@ -1,4 +1,5 @@
-"""List every registered quantizer, observer, fake quant, loop and exporter.
+"""List every registered backend, quantizer, observer, fake quant, loop and
+exporter.
 
     python tools/list_modules.py [--import PACKAGE ...]
 
@@ -25,8 +26,14 @@ def collect() -> Dict[str, List[Tuple[str, str]]]:
     from mmrazor_quant.models.fake_quants import BaseFakeQuantize
     from mmrazor_quant.models.observers import BaseObserver
     from mmrazor_quant.models.quantizers import BaseQuantizer
-    groups = {'quantizers': [], 'observers': [], 'fake quants': [],
-              'loops': [], 'exporters': []}
+    from mmrazor_quant.backends import all_backends
+    groups = {'backends': [], 'quantizers': [], 'observers': [],
+              'fake quants': [], 'loops': [], 'exporters': []}
+    for name, backend in sorted(all_backends().items()):
+        groups['backends'].append(
+            (name, f'[quantizer={backend.quantizer}, exporter='
+             f'{backend.exporter}, runtime={backend.runtime}] '
+             f'{first_line(type(backend))}'))
     kinds = (('quantizers', BaseQuantizer), ('observers', BaseObserver),
              ('fake quants', BaseFakeQuantize))
     for name, cls in sorted(MODELS.module_dict.items()):

@@ -11,10 +11,10 @@ import argparse
 
 from mmengine.config import Config
 
-from mmrazor_quant.utils.runner_cli import (apply_runner_args, build_runner,
-                                            parse_runner_args,
-                                            run_and_teardown,
-                                            runner_arg_parser)
+from mmrazor_quant.backends import backend_names
+from mmrazor_quant.apis import (apply_runner_args, build_runner,
+                                parse_runner_args, run_and_teardown,
+                                runner_arg_parser)
 
 
 def parse_args() -> argparse.Namespace:
@@ -27,9 +27,9 @@ def parse_args() -> argparse.Namespace:
         nargs='?',
         const='deploy_cfg',
         metavar='BACKEND',
-        choices=['deploy_cfg', 'onnxruntime', 'openvino', 'tensorrt'],
-        help='after calibration, export to ONNX as model.deploy_cfg says '
-        '(or for BACKEND) and check parity')
+        help='after calibration, export as model.deploy_cfg says (or for '
+        'BACKEND: ' + ', '.join(backend_names(deployable=True)) + ' or one '
+        "the config's custom_imports registers) and check parity")
     parser.add_argument('--num-samples', type=int, default=256,
                         help='test samples for the export parity check')
     return parse_runner_args(parser)

@@ -10,7 +10,7 @@ from mmengine.config import Config, DictAction
 
 from mmrazor_quant.deploy.from_config import (build_test_evaluator,
                                               preprocessed_batches)
-from mmrazor_quant.deploy.runtimes import RUNTIMES, load_runtime
+from mmrazor_quant.deploy.runtimes import load_runtime, runtime_names
 from mmrazor_quant.registry import MODELS, register_all_modules
 from mmrazor_quant.utils.quiet import quiet_stack_warnings
 
@@ -20,7 +20,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument('config', help='the config the model came from')
     parser.add_argument('model', help='the exported .onnx')
     parser.add_argument('--backend', default='onnxruntime',
-                        choices=sorted(RUNTIMES), help='runtime')
+                        choices=runtime_names(), help='runtime')
     parser.add_argument('--cfg-options', nargs='+', action=DictAction,
                         help='override settings of the config')
     return parser.parse_args()

@@ -18,22 +18,13 @@ import torch
 from mmengine.config import Config
 from torch import nn
 
+from mmrazor_quant.backends import all_backends, get_backend
 from mmrazor_quant.models.fake_quants import disable_observer
 from mmrazor_quant.models.fake_quants.base import BaseFakeQuantize
 from mmrazor_quant.registry import MODELS
 
 __all__ = ['ModelCheckReport', 'check_model', 'estimate_bn_stats',
-           'quantize_w8a8', 'calibrate_and_freeze', 'W8A8_SCHEMES']
-
-#: MMRazor's W8A8 per backend: per-channel symmetric int8 weights;
-#: activations as the backend's QuantizeLinear holds them.
-W8A8_SCHEMES = dict(
-    openvino=('OpenVINOQuantizer',
-              dict(qdtype='quint8', bit=8, is_symmetry=True)),
-    tensorrt=('TensorRTQuantizer',
-              dict(qdtype='qint8', bit=8, is_symmetry=True)),
-)
-_W8 = dict(qdtype='qint8', bit=8, is_symmetry=True, is_symmetric_range=True)
+           'quantize_w8a8', 'calibrate_and_freeze', 'w8a8_backends']
 _CLS_SKIPPED = ['mmcls.models.heads.ClsHead._get_loss',
                 'mmcls.models.heads.ClsHead._get_predictions']
 #: The input nudge of the baseline, relative to unit-variance inputs.
@@ -142,11 +133,12 @@ def quantize_w8a8(architecture: nn.Module,
                   weight_bits: int = 8,
                   **quantizer_kwargs) -> nn.Module:
     """``architecture`` wrapped in ``MMArchitectureQuant`` with the
-    backend's quantizer and MMRazor's W8A8 scheme (:data:`W8A8_SCHEMES`).
+    backend's quantizer and MMRazor's W8A8 scheme on it (the backend's
+    ``w8a8``; weights per channel).
 
     Args:
         architecture (nn.Module): The float model.
-        backend (str): A key of :data:`W8A8_SCHEMES`.
+        backend (str): One of :func:`w8a8_backends`.
         input_shape (Sequence[int]): One sample's shape, for the tracer.
         forward_modes (Sequence[str]): Modes to trace. Defaults to all
             three.
@@ -156,7 +148,10 @@ def quantize_w8a8(architecture: nn.Module,
         **quantizer_kwargs: Further quantizer arguments (e.g.
             ``model_type='transformer'`` for OpenVINO).
     """
-    quantizer, a_qscheme = W8A8_SCHEMES[backend]
+    plugin = get_backend(backend)
+    if plugin.quantizer is None or plugin.w8a8 is None:
+        raise ValueError(f'backend {backend!r} declares no quantizer and '
+                         f'W8A8 scheme; expected one of {w8a8_backends()}')
     return MODELS.build(
         dict(type='mmrazor_quant.MMArchitectureQuant',
              architecture=architecture,
@@ -164,17 +159,25 @@ def quantize_w8a8(architecture: nn.Module,
              forward_modes=tuple(forward_modes),
              quantizer=dict(
                  **quantizer_kwargs,
-                 type=f'mmrazor_quant.{quantizer}',
+                 type=f'mmrazor_quant.{plugin.quantizer}',
                  global_qconfig=dict(
                      w_observer=dict(
                          type='mmrazor_quant.PerChannelMinMaxObserver'),
                      a_observer=dict(type='mmrazor_quant.MinMaxObserver'),
                      w_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
                      a_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
-                     w_qscheme=dict(_W8, bit=weight_bits),
-                     a_qscheme=a_qscheme),
+                     w_qscheme=dict(plugin.w8a8['w_qscheme'],
+                                    bit=weight_bits),
+                     a_qscheme=dict(plugin.w8a8['a_qscheme'])),
                  tracer=dict(type='mmrazor_quant.CustomTracer',
                              skipped_methods=_CLS_SKIPPED))))
+
+
+def w8a8_backends() -> list:
+    """The registered deploy targets with a quantizer and a W8A8 scheme,
+    sorted."""
+    return sorted(name for name, b in all_backends().items()
+                  if b.deployable and b.quantizer and b.w8a8)
 
 
 def _stage(report: ModelCheckReport, name: str, fn, *args):
@@ -258,7 +261,7 @@ def check_model(cfg: Union[str, Config, dict, nn.Module],
     Args:
         cfg (str | Config | dict | nn.Module): An ``mmcls::`` config path,
             a config file or object, or a built classifier.
-        backend (str): ``'openvino'`` or ``'tensorrt'``. Defaults to
+        backend (str): One of :func:`w8a8_backends`. Defaults to
             ``'openvino'``.
         input_size (int | Sequence[int]): Image size (``H`` or
             ``(H, W)``). Defaults to 64.
@@ -278,8 +281,8 @@ def check_model(cfg: Union[str, Config, dict, nn.Module],
     Raises:
         ValueError: If ``backend`` is unknown.
     """
-    if backend not in W8A8_SCHEMES:
-        raise ValueError(f'backend must be one of {sorted(W8A8_SCHEMES)}, '
+    if backend not in w8a8_backends():
+        raise ValueError(f'backend must be one of {w8a8_backends()}, '
                          f'got {backend!r}')
     h, w = (input_size, input_size) if isinstance(input_size, int) \
         else tuple(input_size)

@@ -1,9 +1,9 @@
 """Deploy: BN folding, standard QDQ ONNX export per backend, side files and
 runtime parity checks. Nothing here patches torch at import."""
-from .deploy_config import DeployConfig
+from mmrazor_quant.structures import DeployConfig
 from .deploy_model import build_deploy_model
 from .exporters import (BaseExporter, ExportResult, ONNXRuntimeExporter,
-                        OpenVINOExporter, TensorRTExporter)
+                        OpenVINOExporter, TensorRTExporter, build_exporter)
 from .int8_saturation import int8_pairs_saturate
 from .int32_bias import (BiasAlignment, align_bias_to_int32_grid_,
                          bias_grid_offsets)
@@ -16,6 +16,7 @@ __all__ = [
     'DeployConfig', 'build_deploy_model', 'export_onnx', 'QDQFakeQuantize',
     'WeightQuantizedLayer', 'BaseExporter', 'ExportResult',
     'ONNXRuntimeExporter', 'OpenVINOExporter', 'TensorRTExporter',
+    'build_exporter',
     'ParityReport', 'check_parity', 'compare_outputs', 'export_model',
     'BiasAlignment', 'align_bias_to_int32_grid_', 'bias_grid_offsets',
     'int8_pairs_saturate'
@@ -24,24 +25,23 @@ __all__ = [
 
 def export_model(qmodel, example_input, onnx_path: str,
                  backend: str = 'onnxruntime', **kwargs) -> ExportResult:
-    """Export a calibrated model with the exporter registered as
-    ``backend`` (``'onnxruntime'``, ``'openvino'``, ``'tensorrt'``).
+    """Export a calibrated model with the exporter of the registered
+    backend ``backend`` (see :mod:`mmrazor_quant.backends`).
+
+    The model is exported as it is: ``tools/export.py`` first calls the
+    exporter's :meth:`~BaseExporter.prepare_model` (e.g. onnxruntime's
+    int32 bias grid).
 
     Args:
         qmodel (MMArchitectureQuant): The calibrated model.
         example_input (Tensor): A preprocessed input batch.
         onnx_path (str): Where to write the ``.onnx``.
-        backend (str): Registered exporter name. Defaults to
+        backend (str): A registered backend with an exporter. Defaults to
             ``'onnxruntime'``.
         **kwargs: Exporter arguments (``opset``, ``implicit``, ...).
 
     Returns:
         ExportResult: The files written.
     """
-    from mmrazor_quant.registry import EXPORTERS
-    name = backend if '.' in backend else f'mmrazor_quant.{backend}'
-    # Build in the exporter's own scope: a detector config's default scope
-    # (mmdet) has no exporter registry.
-    exporter = EXPORTERS.build(
-        dict(type=name, _scope_=name.split('.')[0], **kwargs))
-    return exporter.export(qmodel, example_input, onnx_path)
+    return build_exporter(backend, **kwargs).export(qmodel, example_input,
+                                                    onnx_path)

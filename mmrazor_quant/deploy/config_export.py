@@ -4,30 +4,20 @@ with command-line overrides, and check it against the simulation: what
 import os
 import os.path as osp
 from dataclasses import dataclass, fields, replace
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
 from mmengine.config import Config
 from torch import nn
 
-from .deploy_config import DeployConfig
+from mmrazor_quant.backends import backend_names, get_backend
+from mmrazor_quant.structures import DeployConfig
 
 __all__ = [
     'ExportSettings', 'resolve_output_path', 'export_and_check',
-    'check_exportable', 'export_runner_model', 'deploy_config_of',
-    'PARITY_RUNTIME'
+    'check_exportable', 'export_runner_model', 'deploy_config_of'
 ]
-
-#: The runtime each backend's ONNX is checked in, with its options.
-#: TensorRT's explicit QDQ runs in onnxruntime here (there is no TensorRT on
-#: CPU) with the Q/DQ fusion off: float ops on dequantized values with float
-#: biases, TensorRT's arithmetic. onnxruntime's own int8 kernels would round
-#: the biases to int32 and, on CPUs without VNNI, saturate u8 x s8 pairs;
-#: TensorRT does neither.
-PARITY_RUNTIME = dict(onnxruntime=('onnxruntime', {}),
-                      openvino=('openvino', {}),
-                      tensorrt=('onnxruntime', dict(qdq_fusion=False)))
 
 
 @dataclass(frozen=True)
@@ -36,7 +26,8 @@ class ExportSettings:
     field by the command line.
 
     Attributes:
-        backend (str): ``onnxruntime``, ``openvino`` or ``tensorrt``.
+        backend (str): A registered backend with an exporter (see
+            :mod:`mmrazor_quant.backends`).
         opset (int, optional): None picks 17, or 21 for 4-bit grids.
         input_names, output_names (list[str], optional): Graph names.
         dynamic_axes (dict, optional): None gives a dynamic batch only.
@@ -44,6 +35,8 @@ class ExportSettings:
             example and parity inputs to; None keeps the data's size.
         implicit (bool): TensorRT implicit mode (float ONNX + ranges).
         save_file (str, optional): The ONNX file name.
+        exporter_options (dict, optional): Further arguments of the
+            backend's exporter (e.g. onnxruntime's ``float_bias``).
     """
     backend: Optional[str] = None
     opset: Optional[int] = None
@@ -53,6 +46,7 @@ class ExportSettings:
     input_hw: Optional[Tuple[int, int]] = None
     implicit: bool = False
     save_file: Optional[str] = None
+    exporter_options: Optional[Dict[str, Any]] = None
 
     @classmethod
     def resolve(cls, deploy_cfg: Optional[DeployConfig],
@@ -69,8 +63,8 @@ class ExportSettings:
             output_names=deploy_cfg.output_names,
             dynamic_axes=deploy_cfg.dynamic_axes or None,
             input_hw=deploy_cfg.example_hw(),
-            implicit=deploy_cfg.implicit,
-            save_file=deploy_cfg.save_file)
+            save_file=deploy_cfg.save_file,
+            **deploy_cfg.backend_settings)
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(overrides) - known)
         if unknown:
@@ -80,7 +74,8 @@ class ExportSettings:
         if settings.backend is None:
             raise ValueError('no backend to export for: the config has no '
                              'model.deploy_cfg; pass --backend '
-                             'onnxruntime|openvino|tensorrt')
+                             + '|'.join(backend_names(deployable=True)))
+        get_backend(settings.backend, 'backend', deployable=True)
         return settings
 
     def exporter_kwargs(self) -> dict:
@@ -90,6 +85,7 @@ class ExportSettings:
                       dynamic_axes=self.dynamic_axes)
         if self.implicit:
             kwargs['implicit'] = True
+        kwargs.update(self.exporter_options or {})
         return kwargs
 
 
@@ -144,7 +140,6 @@ def export_and_check(model: nn.Module,
                      out: str,
                      num_samples: int = 256,
                      verify: bool = True,
-                     float_bias: bool = False,
                      log=print):
     """Export ``model`` to ``out`` with ``settings`` and report its parity
     with the simulation on the config's test data.
@@ -156,16 +151,15 @@ def export_and_check(model: nn.Module,
         out (str): The ``.onnx`` path.
         num_samples (int): Test samples for the parity check. Defaults to
             256.
-        verify (bool): Run the parity check. Defaults to True.
-        float_bias (bool): onnxruntime: keep the biases off the int32 grid.
-            Defaults to False.
+        verify (bool): Run the parity check in the backend's runtime.
+            Defaults to True.
         log (callable): Prints a line. Defaults to :func:`print`.
 
     Returns:
         tuple: The :class:`ExportResult` and the parity report (None when
         not checked).
     """
-    from . import align_bias_to_int32_grid_, check_parity, export_model
+    from . import build_exporter, check_parity
     from .detection import check_detection_parity, is_detector
     from .from_config import preprocessed_batches
     batches = list(preprocessed_batches(model, cfg, num_samples))
@@ -179,26 +173,31 @@ def export_and_check(model: nn.Module,
     if settings.input_hw is not None:
         log('export and parity at {}x{} (deploy_cfg input shape)'.format(
             *settings.input_hw))
-    if settings.backend == 'onnxruntime' and not float_bias:
-        # The simulation this export matches: see docs/deploy.md.
-        log(align_bias_to_int32_grid_(model).format())
-    result = export_model(model, inputs[:2], out, settings.backend,
-                          **settings.exporter_kwargs())
+    backend = get_backend(settings.backend, 'backend', deployable=True)
+    exporter = build_exporter(backend.name, **settings.exporter_kwargs())
+    # The simulation this export matches (e.g. int32 biases).
+    prepared = exporter.prepare_model(model)
+    if prepared:
+        log(prepared)
+    result = exporter.export(model, inputs[:2], out)
     for role, path in result.files.items():
         log(f'wrote {role:8s}: {path}')
     if not verify:
         return result, None
     if settings.implicit:
-        log('implicit mode: the float ONNX is not compared (TensorRT '
+        log('implicit mode: the float ONNX is not compared (the backend '
             'applies the ranges at build time)')
         return result, None
-    runtime, options = PARITY_RUNTIME[settings.backend]
+    if backend.runtime is None:
+        log(f'{backend.name} names no runtime: the export is not compared')
+        return result, None
+    options = dict(backend.runtime_options)
     if is_detector(model):
-        report = check_detection_parity(model, out, inputs, runtime,
+        report = check_detection_parity(model, out, inputs, backend.runtime,
                                         **options)
     else:
-        report = check_parity(result.deploy_model, out, inputs, runtime,
-                              labels=labels, **options)
+        report = check_parity(result.deploy_model, out, inputs,
+                              backend.runtime, labels=labels, **options)
     log(report.format())
     return result, report
 
@@ -213,10 +212,13 @@ def check_exportable(cfg: Config, backend: Optional[str] = None) -> None:
     ``backend`` (or its ``model.deploy_cfg``'s backend).
 
     Raises:
-        ValueError: If ``model.deploy_cfg`` is invalid or absent while
-            ``backend`` is None.
+        ValueError: If ``backend`` is not a registered deploy target, or
+            ``model.deploy_cfg`` is invalid or absent while ``backend`` is
+            None.
     """
-    if backend is None and cfg.model.get('deploy_cfg') is None:
+    if backend is not None:
+        get_backend(backend, '--export', deployable=True)
+    elif cfg.model.get('deploy_cfg') is None:
         raise ValueError('--export: the config has no model.deploy_cfg; '
                          'name the backend (--export openvino) or add '
                          "MMRazor's deploy_cfg (see docs/get_started.md)")

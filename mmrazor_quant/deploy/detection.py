@@ -17,7 +17,7 @@ class DetectionParity:
     """Agreement of a runtime's head outputs and decoded boxes.
 
     Attributes:
-        runtime (str): ``'onnxruntime'`` or ``'openvino'``.
+        runtime (str): A registered runtime (see :mod:`.runtimes`).
         num_images (int): Images compared.
         min_sqnr_db (float): Lowest SQNR over the head outputs (dB).
         box_agreement (float): Fraction of the simulation's boxes that the
@@ -89,7 +89,7 @@ def check_detection_parity(qmodel: nn.Module, onnx_path: str,
         qmodel (MMArchitectureQuant): The calibrated detector.
         onnx_path (str): Its export (tensor outputs).
         inputs (Tensor): A preprocessed batch ``(N, 3, H, W)``.
-        runtime (str): ``'onnxruntime'`` or ``'openvino'``.
+        runtime (str): A registered runtime (see :mod:`.runtimes`).
         **runtime_options: Passed to the runtime loader.
 
     Returns:

@@ -20,7 +20,7 @@ class ParityReport:
     """Agreement of a runtime's outputs with the simulation's.
 
     Attributes:
-        runtime (str): ``'onnxruntime'`` or ``'openvino'``.
+        runtime (str): A registered runtime (see :mod:`.runtimes`).
         num_samples (int): Inputs compared.
         top1_agreement (float): Fraction of inputs whose arg-max matches.
         max_abs_diff (float): Largest absolute output difference.
@@ -162,8 +162,8 @@ def check_parity(model: fx.GraphModule,
         onnx_path (str): The exported model.
         inputs (Tensor | Iterable[Tensor]): Preprocessed input batches, or
             one tensor split into ``batch_size`` chunks.
-        runtime (str): ``'onnxruntime'`` or ``'openvino'``. Defaults to
-            ``'onnxruntime'``.
+        runtime (str): A registered runtime (see :mod:`.runtimes`).
+            Defaults to ``'onnxruntime'``.
         batch_size (int): Chunk size for a tensor ``inputs``. Defaults to 64.
         step (float, optional): Unit of the step difference. Defaults to
             :func:`output_step` of ``model``.
@@ -198,5 +198,6 @@ def check_parity(model: fx.GraphModule,
 def runs_int8_kernels(runtime: str, optimize: bool = True,
                       qdq_fusion: bool = True, **_) -> bool:
     """Whether ``runtime`` with these options fuses Q/DQ into int8
-    kernels (OpenVINO always does; onnxruntime unless told not to)."""
-    return runtime == 'openvino' or (optimize and qdq_fusion)
+    kernels: a runtime does unless its options turn graph optimization or
+    the Q/DQ fusion off (onnxruntime's ``optimize``, ``qdq_fusion``)."""
+    return optimize and qdq_fusion

@@ -1,13 +1,18 @@
-"""Run an exported ONNX model in a real runtime (onnxruntime, OpenVINO)."""
-from typing import Callable, Dict
+"""Run an exported model in a real runtime: each runtime is a loader
+function registered in :data:`~mmrazor_quant.registry.RUNTIMES`, taking the
+file's path and options and returning a function of one input batch."""
+from typing import Callable, List
 
 import numpy as np
 
-__all__ = ['RUNTIMES', 'load_runtime']
+from mmrazor_quant.registry import RUNTIMES
+
+__all__ = ['load_runtime', 'runtime_names']
 
 Runner = Callable[[np.ndarray], np.ndarray]
 
 
+@RUNTIMES.register_module(name='onnxruntime')
 def onnxruntime_runner(path: str, num_threads: int = 0,
                        optimize: bool = True,
                        qdq_fusion: bool = True,
@@ -54,6 +59,7 @@ def onnxruntime_runner(path: str, num_threads: int = 0,
     return run
 
 
+@RUNTIMES.register_module(name='openvino')
 def openvino_runner(path: str, num_threads: int = 0,
                     all_outputs: bool = False) -> Runner:
     """A function running ``path`` with OpenVINO's CPU plugin (which turns
@@ -83,19 +89,22 @@ def openvino_runner(path: str, num_threads: int = 0,
     return run
 
 
-RUNTIMES: Dict[str, Callable[..., Runner]] = {
-    'onnxruntime': onnxruntime_runner,
-    'openvino': openvino_runner,
-}
+def runtime_names() -> List[str]:
+    """The registered runtimes, sorted."""
+    RUNTIMES.import_from_location()
+    return sorted(RUNTIMES.module_dict)
 
 
 def load_runtime(runtime: str, path: str, **kwargs) -> Runner:
-    """Load ``path`` in ``runtime`` (``'onnxruntime'`` or ``'openvino'``).
+    """Load ``path`` in the registered runtime ``runtime``.
 
     Raises:
         ValueError: If ``runtime`` is unknown.
     """
-    if runtime not in RUNTIMES:
-        raise ValueError(f'runtime must be one of {sorted(RUNTIMES)}, got '
+    loader = RUNTIMES.get(f'mmrazor_quant.{runtime}') \
+        if isinstance(runtime, str) and '.' not in runtime else \
+        RUNTIMES.get(runtime)
+    if loader is None:
+        raise ValueError(f'runtime must be one of {runtime_names()}, got '
                          f'{runtime!r}')
-    return RUNTIMES[runtime](path, **kwargs)
+    return loader(path, **kwargs)

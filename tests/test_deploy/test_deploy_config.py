@@ -7,7 +7,7 @@ import pytest
 from mmengine.config import Config
 
 from mmrazor_quant.deploy import DeployConfig
-from mmrazor_quant.deploy.deploy_config import InputShapes
+from mmrazor_quant.structures import InputShapes
 from mmrazor_quant.registry import MODELS, register_all_modules
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
@@ -96,8 +96,11 @@ def test_output_groups_are_named_and_share_their_axes():
 
 BAD = [
     (('backend_config', 'type'), 'ncnn', ValueError,
-     r"deploy_cfg.backend_config.type='ncnn' is not a backend this project "
-     r"exports for; expected one of \['onnxruntime', 'openvino', "
+     r"deploy_cfg.backend_config.type='ncnn' is not a registered backend; "
+     r"expected one of \['onnxruntime', 'openvino', 'tensorrt'\]"),
+    (('backend_config', 'type'), 'native', ValueError,
+     r"deploy_cfg.backend_config.type='native' has no exporter \(it is only "
+     r"simulated\); deploy targets: \['onnxruntime', 'openvino', "
      r"'tensorrt'\]"),
     (('onnx_config', 'opset_version'), 9, ValueError,
      r'deploy_cfg.onnx_config.opset_version=9 is not supported: '
@@ -199,6 +202,6 @@ def test_model_refuses_an_unknown_backend_before_tracing(tiny_model_cfg):
     deploy_cfg = copy.deepcopy(_cfg(OPENVINO))
     deploy_cfg['backend_config']['type'] = 'openvion'
     with pytest.raises(ValueError, match=(
-            r"deploy_cfg.backend_config.type='openvion' is not a backend "
-            r"this project exports for")):
+            r"deploy_cfg.backend_config.type='openvion' is not a registered "
+            r"backend")):
         MODELS.build(dict(tiny_model_cfg, deploy_cfg=deploy_cfg))

@@ -191,7 +191,7 @@ def test_registering_a_name_twice_is_an_error():
     with pytest.raises(KeyError, match=r'ToyNPUQuantizer is already '
                        r'registered in model at toy_npu\.quantizer'):
         MODELS.register_module(module=ToyNPUQuantizer)
-    with pytest.raises(KeyError, match=r'toy_npu is already registered in '
-                       r'exporter at toy_npu\.exporter'):
-        EXPORTERS.register_module(name='toy_npu', module=object)
+    with pytest.raises(KeyError, match=r'ToyNPUExporter is already '
+                       r'registered in exporter at toy_npu\.exporter'):
+        EXPORTERS.register_module(name='ToyNPUExporter', module=object)
     assert MODELS.get('ToyNPUQuantizer').__module__ == 'toy_npu.quantizer'

@@ -23,8 +23,15 @@ def test_list_modules_prints_known_names_grouped():
         else:
             name, _, desc = line.strip().partition('  ')
             sections[current][name] = desc.strip()
-    assert list(sections) == ['quantizers', 'observers', 'fake quants',
-                              'loops', 'exporters']
+    assert list(sections) == ['backends', 'quantizers', 'observers',
+                              'fake quants', 'loops', 'exporters']
+    assert set(sections['backends']) == {'academic', 'native', 'onnxruntime',
+                                         'openvino', 'tensorrt', 'toy_npu'}
+    assert sections['backends']['toy_npu'].startswith(
+        '[quantizer=ToyNPUQuantizer, exporter=ToyNPUExporter, '
+        'runtime=onnxruntime] Binds the toy NPU')
+    assert sections['backends']['native'].startswith(
+        '[quantizer=TorchNativeQuantizer, exporter=None, runtime=None]')
     assert {'OpenVINOQuantizer', 'TensorRTQuantizer', 'AcademicQuantizer',
             'TorchNativeQuantizer', 'ToyNPUQuantizer'} <= set(
                 sections['quantizers'])
@@ -36,7 +43,7 @@ def test_list_modules_prints_known_names_grouped():
             'FixedFakeQuantize'} <= set(sections['fake quants'])
     assert {'PTQLoop', 'QATEpochBasedLoop',
             'LSQEpochBasedLoop'} <= set(sections['loops'])
-    assert {'onnxruntime', 'openvino', 'tensorrt',
-            'toy_npu'} <= set(sections['exporters'])
+    assert {'ONNXRuntimeExporter', 'OpenVINOExporter', 'TensorRTExporter',
+            'ToyNPUExporter'} == set(sections['exporters'])
     assert sections['fake quants']['FakeQuantize'] == (
         'Fake quantization with qparams computed by an observer.')

@@ -66,8 +66,9 @@ def test_per_channel_observer_on_per_tensor_scheme():
 def test_backend_rejects_schemes_it_cannot_run():
     from mmrazor_quant.models.quantizers import TensorRTQuantizer
     with pytest.raises(ValueError,
-                       match=r'TensorRTQuantizer: global_qconfig.a_qscheme '
-                       'must be 8-bit signed symmetric'):
+                       match=r"TensorRTQuantizer cannot execute this "
+                       r"qconfig:\n  global_qconfig.a_qscheme.qdtype must be "
+                       r"one of \('qint8',\), got 'quint8'"):
         TensorRTQuantizer(global_qconfig=qconfig())
 
 

@@ -261,7 +261,7 @@ def test_work_dir_under_a_file(tmp_path, monkeypatch):
 
 
 def test_work_dir_without_write_permission(tmp_path, monkeypatch):
-    from mmrazor_quant.utils.runner_cli import check_work_dir_writable
+    from mmrazor_quant.apis.runner_cli import check_work_dir_writable
     locked = tmp_path / 'locked'
     locked.mkdir()
     locked.chmod(0o500)
@@ -294,8 +294,9 @@ def test_model_config_failing_in_the_runner_leaves_no_log_dir(
     work_dir = tmp_path / 'work'
     if work_dir_exists:
         (work_dir / '20240101_000000').mkdir(parents=True)
-    with pytest.raises(ValueError, match='TensorRTQuantizer: global_qconfig'
-                       '.w_qscheme must be 8-bit'):
+    with pytest.raises(ValueError, match=r'TensorRTQuantizer cannot execute '
+                       r'this qconfig:\n  global_qconfig.w_qscheme.bit must '
+                       r'be one of \(8,\)'):
         _run_tool('ptq', [
             osp.join(REPO, 'configs', 'quantization', 'ptq',
                      'ptq_tensorrt_resnet18_mnist.py'),

@@ -6,7 +6,8 @@
 # Set bit=4 in both qschemes for W4A4 on the same backend.
 _base_ = ['../../../configs/fp32/resnet18_mnist.py']
 
-# Importing the package registers ToyNPUQuantizer and the 'toy_npu' exporter.
+# Importing the package registers ToyNPUQuantizer, its exporter and the
+# 'toy_npu' backend that binds them.
 custom_imports = dict(imports=['toy_npu'], allow_failed_imports=False)
 
 # A narrow ResNet-18 (8 channels at the stem) keeps the example fast.
@@ -44,6 +45,16 @@ global_qconfig = dict(
         qdtype='qint8', bit=bit, is_symmetry=True, is_symmetric_range=True),
 )
 
+# mmdeploy's deployment description, as MMRazor's configs carry it: the
+# backend is ours, the rest is read as for the built-in ones.
+deploy_cfg = dict(
+    onnx_config=dict(
+        type='onnx', opset_version=13, save_file='toy_npu.onnx',
+        input_names=['input'], output_names=['output'], input_shape=None,
+        dynamic_axes={'input': {0: 'batch'}, 'output': {0: 'batch'}}),
+    backend_config=dict(type='toy_npu'),
+    codebase_config=dict(type='mmcls', task='Classification'))
+
 model = dict(
     _delete_=True,
     type='mmrazor_quant.MMArchitectureQuant',
@@ -51,6 +62,7 @@ model = dict(
         type='mmcls.ClsDataPreprocessor', **_base_.data_preprocessor),
     architecture=architecture,
     float_checkpoint=float_checkpoint,
+    deploy_cfg=deploy_cfg,
     quantizer=dict(
         type='ToyNPUQuantizer',  # registered by toy_npu, used by name
         global_qconfig=global_qconfig,

@@ -1,10 +1,12 @@
 """A toy NPU backend, written entirely outside the library.
 
 Import this package (``custom_imports = dict(imports=['toy_npu'])`` in a
-config) and the quantizer ``ToyNPUQuantizer`` and the exporter ``toy_npu``
-are registered.
+config) and the quantizer ``ToyNPUQuantizer``, the exporter
+``ToyNPUExporter`` and the backend ``toy_npu`` that binds them are
+registered.
 """
+from .backend import ToyNPUBackend
 from .exporter import ToyNPUExporter
 from .quantizer import ToyNPUQuantizer
 
-__all__ = ['ToyNPUQuantizer', 'ToyNPUExporter']
+__all__ = ['ToyNPUQuantizer', 'ToyNPUExporter', 'ToyNPUBackend']

@@ -30,7 +30,7 @@ def scale_table(model: fx.GraphModule) -> Dict[str, dict]:
     return table
 
 
-@EXPORTERS.register_module(name='toy_npu')
+@EXPORTERS.register_module()
 class ToyNPUExporter(ONNXRuntimeExporter):
     """QDQ ONNX (checked by onnxruntime) and ``<stem>.npu_scales.json``.
 

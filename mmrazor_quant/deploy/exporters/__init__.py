@@ -1,10 +1,11 @@
 """One exporter per deploy target, registered in ``EXPORTERS``."""
 from .base import BaseExporter, ExportResult
+from .builder import build_exporter
 from .onnxruntime_exporter import ONNXRuntimeExporter
 from .openvino_exporter import OpenVINOExporter
 from .tensorrt_exporter import TensorRTExporter
 
 __all__ = [
     'BaseExporter', 'ExportResult', 'ONNXRuntimeExporter',
-    'OpenVINOExporter', 'TensorRTExporter'
+    'OpenVINOExporter', 'TensorRTExporter', 'build_exporter'
 ]

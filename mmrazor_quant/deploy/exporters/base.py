@@ -78,6 +78,17 @@ class BaseExporter:
             self.clip_narrow_range = clip_narrow_range
 
     # -- hooks for backends ----------------------------------------------
+    def prepare_model(self, qmodel: nn.Module) -> Optional[str]:
+        """Bring the calibrated ``qmodel`` (an ``MMArchitectureQuant``) to
+        the backend's arithmetic, in place, before it is exported and
+        compared (e.g. onnxruntime's int32 bias grid).
+
+        Returns:
+            str, optional: A line for the log, or None. Defaults to
+            nothing done.
+        """
+        return None
+
     def check_model(self, model: fx.GraphModule) -> None:
         """Raise ValueError if the backend cannot run ``model``'s qparams."""
 

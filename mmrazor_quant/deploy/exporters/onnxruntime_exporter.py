@@ -1,12 +1,13 @@
 """Exporter for onnxruntime: standard QDQ ONNX."""
 import warnings
+from typing import Optional
 
 import onnx
 import torch
 from torch import nn
 
 from mmrazor_quant.registry import EXPORTERS
-from ..int32_bias import bias_grid_offsets
+from ..int32_bias import align_bias_to_int32_grid_, bias_grid_offsets
 from ..onnxruntime_passes import drop_clips_inside_grid
 from .base import BaseExporter, ExportResult
 
@@ -18,7 +19,6 @@ __all__ = ['ONNXRuntimeExporter']
 _OFF_GRID = 0.05
 
 
-@EXPORTERS.register_module(name='onnxruntime')
 @EXPORTERS.register_module()
 class ONNXRuntimeExporter(BaseExporter):
     """QDQ ONNX that onnxruntime's CPU provider fuses into int8 kernels.
@@ -38,8 +38,26 @@ class ONNXRuntimeExporter(BaseExporter):
     Warns if a bias is off the int32 grid: onnxruntime then rounds it and
     drifts from the simulation (99.1 % top-1 agreement instead of 100 % on
     the MNIST ResNet-18 of the tests).
+
+    Args:
+        float_bias (bool): :meth:`prepare_model` leaves the biases off the
+            int32 grid (the runtime then drifts from the simulation).
+            Defaults to False.
+        **kwargs: See :class:`BaseExporter`.
     """
     backend = 'onnxruntime'
+
+    def __init__(self, float_bias: bool = False, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.float_bias = float_bias
+
+    def prepare_model(self, qmodel: nn.Module) -> Optional[str]:
+        """Put the biases on the int32 grid ``s_in * s_w`` of the int8
+        kernels (see :func:`align_bias_to_int32_grid_`), unless
+        ``float_bias``; returns the alignment's summary."""
+        if self.float_bias:
+            return None
+        return align_bias_to_int32_grid_(qmodel).format()
 
     def export(self, qmodel: nn.Module, example_input: torch.Tensor,
                onnx_path: str) -> ExportResult:

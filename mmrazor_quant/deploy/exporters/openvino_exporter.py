@@ -10,7 +10,6 @@ from .base import BaseExporter, quantized_tensors
 __all__ = ['OpenVINOExporter']
 
 
-@EXPORTERS.register_module(name='openvino')
 @EXPORTERS.register_module()
 class OpenVINOExporter(BaseExporter):
     """QDQ ONNX for OpenVINO, which reads each Q/DQ pair as a FakeQuantize

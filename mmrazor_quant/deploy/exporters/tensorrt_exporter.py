@@ -12,7 +12,6 @@ from .base import BaseExporter, quantized_tensors
 __all__ = ['TensorRTExporter']
 
 
-@EXPORTERS.register_module(name='tensorrt')
 @EXPORTERS.register_module()
 class TensorRTExporter(BaseExporter):
     """ONNX for TensorRT's int8 modes.

@@ -1,19 +1,18 @@
 """MMArchitectureQuant: an mmengine model whose forward modes are quantized."""
 import copy
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Union
+from typing import Dict, List, Optional, Sequence, Union
 
 import torch
 from mmengine.model import BaseModel, BaseModule, MMDistributedDataParallel
 from mmengine.structures import BaseDataElement
 from torch import fx, nn
 
+from mmrazor_quant.backends import get_backend
 from mmrazor_quant.registry import MODEL_WRAPPERS, MODELS, build_in_scope
+from mmrazor_quant.structures import DeployConfig
 from ..quantizers.base import BaseQuantizer, build_graph_module
 from ..task_modules.tracer.custom_tracer import check_input_shape
 from .mmrazor_api import MMArchitectureQuantAPIMixin, note_input_shapes
-
-if TYPE_CHECKING:
-    from mmrazor_quant.deploy.deploy_config import DeployConfig
 
 __all__ = ['MMArchitectureQuant', 'MMArchitectureQuantDDP']
 
@@ -97,12 +96,8 @@ class MMArchitectureQuant(MMArchitectureQuantAPIMixin, BaseModel):
             raise ValueError(f'forward_modes must be a non-empty subset of '
                              f'{_MODES}, got {tuple(forward_modes)}')
         # Validated first: a wrong backend fails before any tracing.
-        parsed_deploy_cfg = None
-        if deploy_cfg is not None:
-            # Imported here: mmrazor_quant.deploy pulls in onnx, which a
-            # model without a deploy_cfg does not need.
-            from mmrazor_quant.deploy.deploy_config import DeployConfig
-            parsed_deploy_cfg = DeployConfig.from_dict(deploy_cfg)
+        parsed_deploy_cfg = DeployConfig.from_dict(deploy_cfg) \
+            if deploy_cfg is not None else None
         if isinstance(architecture, dict):
             architecture = _build_architecture(architecture)
         if data_preprocessor is None:
@@ -124,7 +119,7 @@ class MMArchitectureQuant(MMArchitectureQuantAPIMixin, BaseModel):
         self.quantizer = build_in_scope(MODELS, quantizer) if isinstance(
             quantizer, dict) else quantizer
         _check_deploy_backend(parsed_deploy_cfg, self.quantizer)
-        self.deploy_cfg: Optional['DeployConfig'] = parsed_deploy_cfg
+        self.deploy_cfg: Optional[DeployConfig] = parsed_deploy_cfg
         if input_shape is not None:
             _set_tracer_input_shape(self.quantizer.tracer, input_shape)
         qmodels = self.quantizer.prepare(self.architecture,
@@ -200,15 +195,16 @@ def _check_preprocessor_fits(preprocessor: nn.Module,
             f"{type(own).__name__}'")
 
 
-def _check_deploy_backend(deploy_cfg: Optional['DeployConfig'],
+def _check_deploy_backend(deploy_cfg: Optional[DeployConfig],
                           quantizer: BaseQuantizer) -> None:
     """Raise if ``deploy_cfg`` targets another device than the one the
     quantizer's schemes were chosen for (e.g. TensorRT's signed symmetric
-    activations deployed to OpenVINO)."""
-    backend = getattr(quantizer, 'backend', None)
-    if deploy_cfg is None or backend not in ('openvino', 'tensorrt') or \
-            backend == deploy_cfg.backend:
+    activations deployed to OpenVINO); see
+    :meth:`BaseBackend.accepts_quantizer`."""
+    if deploy_cfg is None or \
+            get_backend(deploy_cfg.backend).accepts_quantizer(quantizer):
         return
+    backend = quantizer.backend
     raise ValueError(
         f'model.deploy_cfg.backend_config.type={deploy_cfg.backend!r} does '
         f'not match model.quantizer ({type(quantizer).__name__}, backend '

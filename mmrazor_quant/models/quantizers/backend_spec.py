@@ -28,9 +28,11 @@ from typing import Any, Dict, Mapping, Optional, Tuple, Union
 from mmrazor_quant.structures.quantization import QSchema, RoundingPolicy
 from mmrazor_quant.structures.quantization.qscheme import MAX_BIT, MIN_BIT
 
-__all__ = ['TensorSpec', 'BackendSpec']
+__all__ = ['TensorSpec', 'BackendSpec', 'UP_TO_8_BITS']
 
 _QDTYPES = ('qint8', 'quint8')
+#: Every bit width an int8 kernel can run (a narrower grid inside int8).
+UP_TO_8_BITS = tuple(range(MIN_BIT, 9))
 _OPTIONAL_BOOLS = ('symmetric', 'symmetric_range', 'per_channel', 'pot_scale')
 
 

@@ -38,7 +38,7 @@ class BaseQuantizer(QuantizerAPIMixin, BaseModule):
     * :attr:`scheme` (optional): a :class:`BackendSpec`, the bits, ranges,
       symmetry, granularity and rounding the device executes; every
       qconfig is checked against it and qschemes without ``rounding`` get
-      the backend's. Without it, :meth:`check_qschemes` may be overridden.
+      the backend's. Without it the quantizer accepts any scheme.
 
     An intermediate class that declares nothing passes ``abstract=True``:
     ``class MyBase(BaseQuantizer, abstract=True)``. See
@@ -136,10 +136,8 @@ class BaseQuantizer(QuantizerAPIMixin, BaseModule):
 
     # -- backend constraints ---------------------------------------------
     def check_qschemes(self, w_qscheme: QSchema, a_qscheme: QSchema) -> None:
-        """Raise ValueError if the backend cannot execute these schemes.
-
-        Checks them against :attr:`scheme` if the class declares one.
-        """
+        """Raise ValueError if the backend cannot execute these schemes:
+        checks them against :attr:`scheme` if the class declares one."""
         if self.scheme is not None:
             self.scheme.check(w_qscheme, a_qscheme, type(self).__name__)
 
@@ -164,11 +162,6 @@ class BaseQuantizer(QuantizerAPIMixin, BaseModule):
         """
         export_quantized_onnx(model, args, output_path, opset_version,
                               **kwargs)
-
-    def _require(self, ok: bool, key: str, what: str) -> None:
-        if not ok:
-            raise ValueError(f'{type(self).__name__}: global_qconfig.{key} '
-                             f'must be {what} (what {self.backend} executes)')
 
     # -- per-layer qconfig ----------------------------------------------
     def qconfig_for(self, module_name: Optional[str],

@@ -1,6 +1,6 @@
 """Quantizer for torch's native quantized engine (x86 / fbgemm / qnnpack)."""
 from mmrazor_quant.registry import MODELS
-from mmrazor_quant.structures.quantization import QSchema
+from .backend_spec import UP_TO_8_BITS, BackendSpec, TensorSpec
 from .base import BaseQuantizer
 from .op_kinds import OpKind
 from .rules import QuantRules
@@ -38,9 +38,8 @@ class TorchNativeQuantizer(BaseQuantizer):
         fold_activations=True,
         share_input_qparams=frozenset({OpKind.AVGPOOL}),
         quantize_model_input=True)
-
-    def check_qschemes(self, w_qscheme: QSchema, a_qscheme: QSchema) -> None:
-        self._require(w_qscheme.is_signed, 'w_qscheme.qdtype', "'qint8'")
-        self._require(not a_qscheme.is_signed, 'a_qscheme.qdtype', "'quint8'")
-        self._require(w_qscheme.bit <= 8, 'w_qscheme.bit', '<= 8')
-        self._require(a_qscheme.bit <= 8, 'a_qscheme.bit', '<= 8')
+    scheme = BackendSpec(
+        supported_bits=UP_TO_8_BITS,
+        weight=TensorSpec(qdtypes=('qint8', )),
+        activation=TensorSpec(qdtypes=('quint8', )),
+        rounding='half_even')

@@ -1,6 +1,6 @@
 """Quantizer for OpenVINO's CPU plugin (the NNCF placement)."""
 from mmrazor_quant.registry import MODELS
-from mmrazor_quant.structures.quantization import QSchema
+from .backend_spec import UP_TO_8_BITS, BackendSpec, TensorSpec
 from .base import BaseQuantizer
 from .op_kinds import OpKind
 from .rules import InputSelector, QuantRules
@@ -64,6 +64,11 @@ class OpenVINOQuantizer(BaseQuantizer):
             OpKind.LINEAR: InputSelector.FIRST,
             OpKind.MATMUL: InputSelector.ALL,
         })
+    scheme = BackendSpec(
+        supported_bits=UP_TO_8_BITS,
+        weight=TensorSpec(qdtypes=('qint8', ), symmetric=True),
+        activation=TensorSpec(),
+        rounding='half_even')
 
     def __init__(self, *args, model_type: str = 'cnn', **kwargs) -> None:
         if model_type not in _MODEL_TYPES:
@@ -73,10 +78,3 @@ class OpenVINOQuantizer(BaseQuantizer):
         self.model_type = model_type
         if model_type == 'transformer':
             self.rules = self.transformer_rules
-
-    def check_qschemes(self, w_qscheme: QSchema, a_qscheme: QSchema) -> None:
-        self._require(w_qscheme.is_signed and w_qscheme.is_symmetry,
-                      'w_qscheme', "signed symmetric (qdtype='qint8', "
-                      'is_symmetry=True)')
-        self._require(w_qscheme.bit <= 8, 'w_qscheme.bit', '<= 8')
-        self._require(a_qscheme.bit <= 8, 'a_qscheme.bit', '<= 8')

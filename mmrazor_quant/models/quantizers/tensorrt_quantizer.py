@@ -1,6 +1,6 @@
 """Quantizer for TensorRT's explicit (Q/DQ) int8 mode."""
 from mmrazor_quant.registry import MODELS
-from mmrazor_quant.structures.quantization import QSchema
+from .backend_spec import BackendSpec, TensorSpec
 from .base import BaseQuantizer
 from .op_kinds import OpKind
 from .rules import InputSelector, QuantRules
@@ -43,9 +43,8 @@ class TensorRTQuantizer(BaseQuantizer):
             OpKind.AVGPOOL: InputSelector.FIRST,
             OpKind.MAXPOOL: InputSelector.FIRST,
         })
-
-    def check_qschemes(self, w_qscheme: QSchema, a_qscheme: QSchema) -> None:
-        for key, qs in (('w_qscheme', w_qscheme), ('a_qscheme', a_qscheme)):
-            self._require(qs.is_signed and qs.is_symmetry and qs.bit == 8,
-                          key, "8-bit signed symmetric (qdtype='qint8', "
-                          'bit=8, is_symmetry=True)')
+    scheme = BackendSpec(
+        supported_bits=(8, ),
+        weight=TensorSpec(qdtypes=('qint8', ), symmetric=True),
+        activation=TensorSpec(qdtypes=('qint8', ), symmetric=True),
+        rounding='half_even')

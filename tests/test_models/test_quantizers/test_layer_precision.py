@@ -66,8 +66,9 @@ def test_unknown_module_name_is_an_error():
 
 
 def test_per_layer_scheme_checked_against_backend():
-    with pytest.raises(ValueError, match='TensorRTQuantizer: '
-                       'global_qconfig.w_qscheme must be 8-bit'):
+    with pytest.raises(ValueError, match=r'TensorRTQuantizer cannot execute '
+                       r'this qconfig:\n  global_qconfig.w_qscheme.bit must '
+                       r'be one of \(8,\), got 4'):
         TensorRTQuantizer(
             qconfig_mapping=dict(
                 _global_=qconfig(W8_SIGNED), module_name=[('fc', W4)]))

@@ -17,22 +17,20 @@ A deploy config has three parts::
         codebase_config=dict(type='mmcls', task='Classification'))
 
 :class:`DeployConfig` validates it when ``MMArchitectureQuant`` is built and
-tells ``tools/export.py`` what to write. It knows nothing of the codebase:
-``codebase_config`` is only recorded. Keys mmdeploy uses for its own steps
+tells ``tools/export.py`` what to write. The backend is looked up in the
+backend registry (:mod:`mmrazor_quant.backends`), which also reads its own
+``backend_config`` settings; ``codebase_config`` is only recorded. Keys mmdeploy uses for its own steps
 (``optimize``, ``function_record_to_pop``, TensorRT's
 ``max_workspace_size`` and ``fp16_mode``, OpenVINO's ``mo_options``) are
 accepted and not used here.
 """
 import warnings
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-__all__ = [
-    'DeployConfig', 'InputShapes', 'BACKENDS', 'MIN_OPSET', 'MAX_OPSET'
-]
+from mmrazor_quant.backends import get_backend
 
-#: ``backend_config.type`` values an export can target.
-BACKENDS = ('onnxruntime', 'openvino', 'tensorrt')
+__all__ = ['DeployConfig', 'InputShapes', 'MIN_OPSET', 'MAX_OPSET']
 #: QuantizeLinear exists from opset 10; per-channel (``axis``) needs 13.
 QDQ_MIN_OPSET, MIN_OPSET = 10, 13
 #: The highest opset this project's exports are checked at (int4 QDQ).
@@ -72,7 +70,8 @@ class DeployConfig:
     """A validated ``deploy_cfg``.
 
     Attributes:
-        backend (str): ``backend_config.type``, one of :data:`BACKENDS`.
+        backend (str): ``backend_config.type``, a registered backend with
+            an exporter.
         opset (int, optional): ``onnx_config.opset_version`` as given.
         input_names (list[str]): Names of the graph inputs.
         output_names (list[str]): Names of the graph outputs (or of groups
@@ -82,8 +81,9 @@ class DeployConfig:
         input_shape (tuple, optional): ``(height, width)`` of the export's
             example input (mmdeploy writes ``[width, height]``).
         model_inputs (dict): :class:`InputShapes` by input name.
-        implicit (bool): TensorRT int8 without Q/DQ (``int8_mode`` without
-            ``explicit_quant_mode``).
+        backend_settings (dict): Export settings the backend reads from
+            its ``backend_config`` (e.g. TensorRT's ``implicit``: int8
+            without Q/DQ, ``int8_mode`` without ``explicit_quant_mode``).
         codebase (str, optional): ``codebase_config.type`` (e.g. ``mmcls``).
         task (str, optional): ``codebase_config.task``.
         post_processing (bool): Whether ``codebase_config`` asks for
@@ -97,7 +97,7 @@ class DeployConfig:
     save_file: Optional[str] = None
     input_shape: Optional[Tuple[int, int]] = None
     model_inputs: Dict[str, InputShapes] = field(default_factory=dict)
-    implicit: bool = False
+    backend_settings: Dict[str, Any] = field(default_factory=dict)
     codebase: Optional[str] = None
     task: Optional[str] = None
     post_processing: bool = False
@@ -126,11 +126,13 @@ class DeployConfig:
                                'deploy_cfg.backend_config')
         codebase_cfg = _mapping(cfg.get('codebase_config', {}),
                                 'deploy_cfg.codebase_config')
-        backend = _backend(backend_cfg.get('type'))
+        backend = get_backend(backend_cfg.get('type'),
+                              'deploy_cfg.backend_config.type',
+                              deployable=True)
         _check_onnx_flags(onnx_cfg)
         input_names = _names(onnx_cfg, 'input_names', ['input'])
         return cls(
-            backend=backend,
+            backend=backend.name,
             opset=_opset(onnx_cfg.get('opset_version')),
             input_names=input_names,
             output_names=_names(onnx_cfg, 'output_names', ['output']),
@@ -139,10 +141,16 @@ class DeployConfig:
             input_shape=_input_shape(onnx_cfg.get('input_shape')),
             model_inputs=_model_inputs(backend_cfg.get('model_inputs'),
                                        input_names),
-            implicit=_implicit(backend, backend_cfg),
+            backend_settings=backend.parse_backend_config(backend_cfg),
             codebase=codebase_cfg.get('type'),
             task=codebase_cfg.get('task'),
             post_processing='post_processing' in codebase_cfg)
+
+    @property
+    def implicit(self) -> bool:
+        """Whether the export is a float model plus ranges (TensorRT's
+        implicit int8 mode) rather than QDQ."""
+        return bool(self.backend_settings.get('implicit', False))
 
     def export_opset(self) -> Optional[int]:
         """The opset to export at: :attr:`opset`, raised to
@@ -174,14 +182,6 @@ def _mapping(value, key: str) -> Mapping:
     if not isinstance(value, Mapping):
         raise TypeError(f'{key} must be a dict, got '
                         f'{type(value).__name__}: {value!r}')
-    return value
-
-
-def _backend(value) -> str:
-    if value not in BACKENDS:
-        raise ValueError(
-            f'deploy_cfg.backend_config.type={value!r} is not a backend '
-            f'this project exports for; expected one of {list(BACKENDS)}')
     return value
 
 
@@ -283,13 +283,6 @@ def _model_inputs(value, input_names: List[str]) -> Dict[str, InputShapes]:
         raise ValueError(f'{key} names input(s) {unknown} that '
                          f'onnx_config.input_names {input_names} lacks')
     return shapes
-
-
-def _implicit(backend: str, backend_cfg: Mapping) -> bool:
-    common = backend_cfg.get('common_config', {}) or {}
-    if backend != 'tensorrt' or not common.get('int8_mode', False):
-        return False
-    return not common.get('explicit_quant_mode', False)
 
 
 def _check_onnx_flags(onnx_cfg: Mapping) -> None:

@@ -1,0 +1,19 @@
+"""OpenVINO's CPU plugin: QDQ ONNX read as FakeQuantize ops."""
+from mmrazor_quant.registry import BACKENDS
+from .base import BaseBackend
+
+__all__ = ['OpenVINOBackend']
+
+
+@BACKENDS.register_module()
+class OpenVINOBackend(BaseBackend):
+    """OpenVINO with the NNCF placement (:class:`OpenVINOQuantizer`),
+    checked in OpenVINO itself."""
+    name = 'openvino'
+    quantizer = 'OpenVINOQuantizer'
+    exporter = 'OpenVINOExporter'
+    runtime = 'openvino'
+    w8a8 = dict(
+        w_qscheme=dict(
+            qdtype='qint8', bit=8, is_symmetry=True, is_symmetric_range=True),
+        a_qscheme=dict(qdtype='quint8', bit=8, is_symmetry=True))
