@@ -41,5 +41,5 @@ class TorchNativeQuantizer(BaseQuantizer):
     scheme = BackendSpec(
         supported_bits=UP_TO_8_BITS,
         weight=TensorSpec(qdtypes=('qint8', )),
-        activation=TensorSpec(qdtypes=('quint8', )),
+        activation=TensorSpec(qdtypes=('quint8', ), per_channel=False),
         rounding='half_even')

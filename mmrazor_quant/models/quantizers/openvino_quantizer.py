@@ -67,7 +67,7 @@ class OpenVINOQuantizer(BaseQuantizer):
     scheme = BackendSpec(
         supported_bits=UP_TO_8_BITS,
         weight=TensorSpec(qdtypes=('qint8', ), symmetric=True),
-        activation=TensorSpec(),
+        activation=TensorSpec(per_channel=False),
         rounding='half_even')
 
     def __init__(self, *args, model_type: str = 'cnn', **kwargs) -> None:

@@ -46,5 +46,6 @@ class TensorRTQuantizer(BaseQuantizer):
     scheme = BackendSpec(
         supported_bits=(8, ),
         weight=TensorSpec(qdtypes=('qint8', ), symmetric=True),
-        activation=TensorSpec(qdtypes=('qint8', ), symmetric=True),
+        activation=TensorSpec(
+            qdtypes=('qint8', ), symmetric=True, per_channel=False),
         rounding='half_even')
