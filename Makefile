@@ -1,11 +1,12 @@
-# Two commands do everything on a fresh machine: `make demo` and `make test`.
+# Two commands do everything on a fresh machine: `make demo` and `make test`
+# (`make test-fast` is the quick tier for iteration; docs/testing.md).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test clean
+.PHONY: venv demo lint test test-fast clean
 
 venv: $(STAMP)
 
@@ -26,8 +27,19 @@ $(STAMP): setup.py
 # in about half the time. TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= 2
 
-test: $(STAMP) slurm-deps
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup tests
+PYTEST := $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+
+# ruff (ruff.toml): any finding fails, before a test runs.
+lint: $(STAMP)
+	$(PY) -m ruff check .
+
+# Everything: the linter, then every test.
+test: $(STAMP) lint slurm-deps
+	$(PYTEST) tests
+
+# The fast tier: every test not marked `slow` (pytest.ini).
+test-fast: $(STAMP)
+	$(PYTEST) -m "not slow" tests
 
 demo: $(STAMP)
 	$(PY) tools/demo.py $(DEMO_ARGS)

@@ -26,7 +26,7 @@ INSTALL_REQUIRES = [
 ]
 
 EXTRAS_REQUIRE = {
-    'tests': ['pytest', 'pytest-timeout', 'pytest-xdist'],
+    'tests': ['pytest', 'pytest-timeout', 'pytest-xdist', 'ruff==0.17.6'],
 }
 
 setup(

@@ -26,8 +26,11 @@ from typing import Callable, Dict, List, Tuple
 import numpy as np
 import torch
 
-from mmrazor_quant.deploy import (align_bias_to_int32_grid_, check_parity,
-                                  export_model)
+from mmrazor_quant.deploy import (
+    align_bias_to_int32_grid_,
+    check_parity,
+    export_model,
+)
 from mmrazor_quant.deploy.onnx_export import DEFAULT_OPSET
 from mmrazor_quant.registry import MODELS, register_all_modules
 
@@ -108,8 +111,12 @@ class _TensorMode(torch.nn.Module):
 def _quantize_static(src: str, dst: str, calib: List[torch.Tensor]) -> None:
     """onnxruntime's recommended flow: ``quant_pre_process`` (shape
     inference, BN and constant folding) then QDQ ``quantize_static``."""
-    from onnxruntime.quantization import (CalibrationDataReader, QuantFormat,
-                                          QuantType, quantize_static)
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
     from onnxruntime.quantization.shape_inference import quant_pre_process
     pre = dst.replace('.onnx', '_pre.onnx')
     quant_pre_process(src, pre)

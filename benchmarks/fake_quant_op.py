@@ -54,14 +54,20 @@ import torch
 from torch import Tensor, nn
 
 import mmrazor_quant
-from mmrazor_quant.models.fake_quants import (FakeQuantize,
-                                              LearnableFakeQuantize,
-                                              LSQPlusFakeQuantize,
-                                              PACTFakeQuantize, fake_quantize,
-                                              fake_quantize_learnable)
-from mmrazor_quant.models.observers import (LSQObserver, LSQPlusObserver,
-                                            MinMaxObserver,
-                                            MovingAverageMinMaxObserver)
+from mmrazor_quant.models.fake_quants import (
+    FakeQuantize,
+    LearnableFakeQuantize,
+    LSQPlusFakeQuantize,
+    PACTFakeQuantize,
+    fake_quantize,
+    fake_quantize_learnable,
+)
+from mmrazor_quant.models.observers import (
+    LSQObserver,
+    LSQPlusObserver,
+    MinMaxObserver,
+    MovingAverageMinMaxObserver,
+)
 from mmrazor_quant.structures.quantization import QSchema
 
 QMIN, QMAX = 0, 255

@@ -26,12 +26,19 @@ import time
 import torch
 from mmengine.config import Config
 
-from mmrazor_quant.analysis import (layerwise_sensitivity,
-                                    mixed_precision_rules, rank_layers,
-                                    select_by_budget,
-                                    write_mixed_precision_config)
-from mmrazor_quant.analysis.build import (build_loader, build_quant_model,
-                                          collect_batches, top1_accuracy)
+from mmrazor_quant.analysis import (
+    layerwise_sensitivity,
+    mixed_precision_rules,
+    rank_layers,
+    select_by_budget,
+    write_mixed_precision_config,
+)
+from mmrazor_quant.analysis.build import (
+    build_loader,
+    build_quant_model,
+    collect_batches,
+    top1_accuracy,
+)
 from mmrazor_quant.analysis.report import data_loader_cfg
 from mmrazor_quant.registry import register_all_modules
 
@@ -80,8 +87,10 @@ def main() -> int:
     test = collect_batches(model, build_loader(cfg.test_dataloader), None)
     calib = collect_batches(model, build_loader(data_loader_cfg(cfg, 'calib')),
                             args.analysis_steps)
-    from mmrazor_quant.models.fake_quants.utils import (disable_fake_quant,
-                                                        enable_fake_quant)
+    from mmrazor_quant.models.fake_quants.utils import (
+        disable_fake_quant,
+        enable_fake_quant,
+    )
     disable_fake_quant(model)
     fp32 = top1_accuracy(model, test)
     enable_fake_quant(model)

@@ -79,7 +79,8 @@ def main() -> None:
     text = (
         '# mmcls model zoo: capture, QAT step and deploy parity\n\n'
         'Random weights (BN statistics estimated on random images), '
-        f'OpenVINO W{args.weight_bits}A8, onnxruntime against the simulation on 16 random '
+        f'OpenVINO W{args.weight_bits}A8, onnxruntime against the '
+        'simulation on 16 random '
         'images. With random weights many nets amplify one rounding flip, '
         'so compare the SQNR with the nudge baseline (the simulation '
         'against itself with inputs nudged by 1e-5); the zoo test asks for '

@@ -26,12 +26,18 @@ import torch
 from mmengine.config import Config
 from torch import nn
 
-from mmrazor_quant.analysis.model_check import (NUDGE, build_architecture,
-                                                calibrate_and_freeze,
-                                                estimate_bn_stats,
-                                                quantize_w8a8, sqnr_db)
-from mmrazor_quant.models.quantizers.op_kinds import (is_weighted_conv,
-                                                      is_weighted_linear)
+from mmrazor_quant.analysis.model_check import (
+    NUDGE,
+    build_architecture,
+    calibrate_and_freeze,
+    estimate_bn_stats,
+    quantize_w8a8,
+    sqnr_db,
+)
+from mmrazor_quant.models.quantizers.op_kinds import (
+    is_weighted_conv,
+    is_weighted_linear,
+)
 
 FAMILIES = 'configs/model_zoo/mmcls_families.py'
 

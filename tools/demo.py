@@ -37,8 +37,7 @@ from mmengine.runner.checkpoint import weights_to_cpu
 
 from mmrazor_quant.registry import register_all_modules
 from mmrazor_quant.utils import register_checkpoint_safe_globals
-from mmrazor_quant.utils.quiet import (quiet_runner_logs,
-                                       quiet_stack_warnings)
+from mmrazor_quant.utils.quiet import quiet_runner_logs, quiet_stack_warnings
 
 REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
 WORK_DIR = 'work_dirs'

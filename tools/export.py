@@ -1,7 +1,7 @@
 """Export a quantized checkpoint for a backend and check it against the
 simulation.
 
-    python tools/export.py CONFIG CHECKPOINT                  # as model.deploy_cfg says
+    python tools/export.py CONFIG CHECKPOINT    # as model.deploy_cfg says
     python tools/export.py CONFIG CHECKPOINT --backend openvino --work-dir DIR
 
 The config's ``model.deploy_cfg`` (mmdeploy's schema, as MMRazor's configs
@@ -14,10 +14,12 @@ import json
 from mmengine.config import Config, DictAction
 
 from mmrazor_quant.backends import backend_names
-from mmrazor_quant.deploy.config_export import (ExportSettings,
-                                                deploy_config_of,
-                                                export_and_check,
-                                                resolve_output_path)
+from mmrazor_quant.deploy.config_export import (
+    ExportSettings,
+    deploy_config_of,
+    export_and_check,
+    resolve_output_path,
+)
 from mmrazor_quant.deploy.from_config import load_quantized_model
 from mmrazor_quant.utils.quiet import quiet_stack_warnings
 

@@ -11,8 +11,12 @@ import importlib
 import inspect
 from typing import Dict, List, Tuple
 
-from mmrazor_quant.registry import EXPORTERS, LOOPS, MODELS
-from mmrazor_quant.registry import register_all_modules
+from mmrazor_quant.registry import (
+    EXPORTERS,
+    LOOPS,
+    MODELS,
+    register_all_modules,
+)
 
 
 def first_line(obj) -> str:
@@ -23,10 +27,10 @@ def first_line(obj) -> str:
 
 def collect() -> Dict[str, List[Tuple[str, str]]]:
     """``{group: [(name, description), ...]}``, names sorted."""
+    from mmrazor_quant.backends import all_backends
     from mmrazor_quant.models.fake_quants import BaseFakeQuantize
     from mmrazor_quant.models.observers import BaseObserver
     from mmrazor_quant.models.quantizers import BaseQuantizer
-    from mmrazor_quant.backends import all_backends
     groups = {'backends': [], 'quantizers': [], 'observers': [],
               'fake quants': [], 'loops': [], 'exporters': []}
     for name, backend in sorted(all_backends().items()):

@@ -3,9 +3,13 @@ import argparse
 
 from mmengine.config import Config
 
-from mmrazor_quant.apis import (apply_runner_args, build_runner,
-                                parse_runner_args, run_and_teardown,
-                                runner_arg_parser)
+from mmrazor_quant.apis import (
+    apply_runner_args,
+    build_runner,
+    parse_runner_args,
+    run_and_teardown,
+    runner_arg_parser,
+)
 
 
 def parse_args() -> argparse.Namespace:

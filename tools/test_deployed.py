@@ -8,8 +8,10 @@ import argparse
 import torch
 from mmengine.config import Config, DictAction
 
-from mmrazor_quant.deploy.from_config import (build_test_evaluator,
-                                              preprocessed_batches)
+from mmrazor_quant.deploy.from_config import (
+    build_test_evaluator,
+    preprocessed_batches,
+)
 from mmrazor_quant.deploy.runtimes import load_runtime, runtime_names
 from mmrazor_quant.registry import MODELS, register_all_modules
 from mmrazor_quant.utils.quiet import quiet_stack_warnings

@@ -3,9 +3,13 @@ import argparse
 
 from mmengine.config import Config
 
-from mmrazor_quant.apis import (apply_runner_args, build_runner,
-                                parse_runner_args, run_and_teardown,
-                                runner_arg_parser)
+from mmrazor_quant.apis import (
+    apply_runner_args,
+    build_runner,
+    parse_runner_args,
+    run_and_teardown,
+    runner_arg_parser,
+)
 
 
 def parse_args() -> argparse.Namespace:
@@ -40,7 +44,9 @@ def check_resume_checkpoint(runner, path: str) -> None:
     """
     from mmrazor_quant.utils.checkpoint import read_checkpoint
     from mmrazor_quant.utils.state_dict_check import (
-        check_state_dict_matches, strip_wrapper_prefix)
+        check_state_dict_matches,
+        strip_wrapper_prefix,
+    )
     model = getattr(runner.model, 'module', runner.model)
     checkpoint = read_checkpoint(path, '--resume checkpoint')
     state_dict = strip_wrapper_prefix(checkpoint.get('state_dict', {}))

@@ -20,7 +20,8 @@ model = dict(
     # channels 16/32/64 at strides 8/16/32: 12x12, 6x6 and 3x3 on 96x96
     backbone=dict(
         type='mmdet.CSPDarknet', deepen_factor=0.33, widen_factor=0.125,
-        out_indices=(2, 3, 4), use_depthwise=False, spp_kernal_sizes=(5, 9, 13),
+        out_indices=(2, 3, 4), use_depthwise=False,
+        spp_kernal_sizes=(5, 9, 13),
         norm_cfg=dict(type='BN', momentum=0.03, eps=0.001),
         act_cfg=dict(type='Swish')),
     neck=dict(

@@ -4,12 +4,18 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from mmrazor_quant.analysis import (PARTS, find_quantized_layers,
-                                    graphwise_error, layerwise_sensitivity,
-                                    mixed_precision_rules, rank_layers,
-                                    select_by_accuracy, select_by_budget,
-                                    weight_statistics,
-                                    write_mixed_precision_config)
+from mmrazor_quant.analysis import (
+    PARTS,
+    find_quantized_layers,
+    graphwise_error,
+    layerwise_sensitivity,
+    mixed_precision_rules,
+    rank_layers,
+    select_by_accuracy,
+    select_by_budget,
+    weight_statistics,
+    write_mixed_precision_config,
+)
 from .toy import HARD, LAYERS, build, inputs
 
 W8 = dict(w_qscheme=dict(bit=8), a_qscheme=dict(bit=8))

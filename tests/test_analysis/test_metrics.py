@@ -4,9 +4,14 @@ import math
 import pytest
 import torch
 
-from mmrazor_quant.analysis import (ErrorAccumulator, cosine, mse,
-                                    noise_histogram, snr_db,
-                                    tensor_statistics)
+from mmrazor_quant.analysis import (
+    ErrorAccumulator,
+    cosine,
+    mse,
+    noise_histogram,
+    snr_db,
+    tensor_statistics,
+)
 from mmrazor_quant.analysis.metrics import check_metric
 
 

@@ -3,8 +3,11 @@ import csv
 
 import pytest
 
-from mmrazor_quant.analysis import (find_quantized_layers, graphwise_error,
-                                    layerwise_sensitivity)
+from mmrazor_quant.analysis import (
+    find_quantized_layers,
+    graphwise_error,
+    layerwise_sensitivity,
+)
 from mmrazor_quant.analysis.plots import format_table, layer_error_figure
 from mmrazor_quant.analysis.report import _write_outputs
 from mmrazor_quant.analysis.statistics import weight_statistics

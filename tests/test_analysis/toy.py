@@ -69,10 +69,12 @@ def build(hard: bool = True, bit: int = 4, module_name=None, seed: int = 0):
 
 
 def calibrate(gm, batches) -> None:
-    from mmrazor_quant.models.fake_quants.utils import (disable_fake_quant,
-                                                        disable_observer,
-                                                        enable_fake_quant,
-                                                        enable_observer)
+    from mmrazor_quant.models.fake_quants.utils import (
+        disable_fake_quant,
+        disable_observer,
+        enable_fake_quant,
+        enable_observer,
+    )
     gm.eval()
     enable_observer(gm)
     disable_fake_quant(gm)

@@ -2,9 +2,15 @@
 import pytest
 import torch
 
-from benchmarks.fake_quant_op import (QMAX, QMIN, aten_contenders, make_row,
-                                      minmax_qparams, our_contenders,
-                                      saved_bytes)
+from benchmarks.fake_quant_op import (
+    QMAX,
+    QMIN,
+    aten_contenders,
+    make_row,
+    minmax_qparams,
+    our_contenders,
+    saved_bytes,
+)
 
 
 class _SavesInputAndTwo(torch.autograd.Function):

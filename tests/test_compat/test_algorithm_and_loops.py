@@ -6,12 +6,18 @@ import pytest
 import torch
 from mmengine.runner import Runner
 
-from mmrazor_quant.models.fake_quants.utils import (disable_observer,
-                                                    named_fake_quants)
+from mmrazor_quant.models.fake_quants.utils import (
+    disable_observer,
+    named_fake_quants,
+)
 from mmrazor_quant.registry import MODELS, register_all_modules
 from mmrazor_quant.utils import register_checkpoint_safe_globals
-from ..test_engine.toy import (loader, quant_model, runner_cfg,
-                               tiny_net_registered)
+from ..test_engine.toy import (
+    loader,
+    quant_model,
+    runner_cfg,
+    tiny_net_registered,
+)
 from .helpers import captured_log
 
 

@@ -10,8 +10,9 @@ import mmrazor_quant
 
 
 def test_package_level_names():
-    from mmrazor_quant import digit_version
     from mmengine.utils import digit_version as mmengine_digit_version
+
+    from mmrazor_quant import digit_version
     assert digit_version is mmengine_digit_version
     assert digit_version('2.13.0') > digit_version('1.13.0')
     assert 'digit_version' in mmrazor_quant.__all__
@@ -21,19 +22,28 @@ def test_package_level_names():
 
 def test_models_reexports():
     from mmrazor_quant import models
-    from mmrazor_quant.models import (AcademicQuantizer, BaseFakeQuantize,
-                                      BaseObserver, BaseQuantizer,
-                                      CustomTracer, LearnableFakeQuantize,
-                                      LSQObserver, LSQPerChannelObserver,
-                                      MMArchitectureQuant,
-                                      MMArchitectureQuantDDP,
-                                      OpenVINOQuantizer, TensorRTQuantizer,
-                                      TorchNativeQuantizer,
-                                      UntracedMethodRegistry,
-                                      build_graphmodule,
-                                      custom_symbolic_trace, enable_val)
-    from mmrazor_quant.models.fake_quants import \
-        LearnableFakeQuantize as FromFakeQuants
+    from mmrazor_quant.models import (
+        AcademicQuantizer,
+        BaseFakeQuantize,
+        BaseObserver,
+        BaseQuantizer,
+        CustomTracer,
+        LearnableFakeQuantize,
+        LSQObserver,
+        LSQPerChannelObserver,
+        MMArchitectureQuant,
+        MMArchitectureQuantDDP,
+        OpenVINOQuantizer,
+        TensorRTQuantizer,
+        TorchNativeQuantizer,
+        UntracedMethodRegistry,
+        build_graphmodule,
+        custom_symbolic_trace,
+        enable_val,
+    )
+    from mmrazor_quant.models.fake_quants import (
+        LearnableFakeQuantize as FromFakeQuants,
+    )
     assert LearnableFakeQuantize is FromFakeQuants
     assert models.LSQObserver is LSQObserver
     for cls in (AcademicQuantizer, OpenVINOQuantizer, TensorRTQuantizer,
@@ -48,23 +58,36 @@ def test_models_reexports():
 
 
 def test_mmrazor_module_paths():
-    from mmrazor_quant.engine import (LSQEpochBasedLoop, PTQLoop,
-                                      QATEpochBasedLoop, QATValLoop)
+    from mmrazor_quant.engine import (
+        LSQEpochBasedLoop,
+        PTQLoop,
+        QATEpochBasedLoop,
+        QATValLoop,
+    )
     from mmrazor_quant.engine.runner import PTQLoop as RunnerPTQLoop
     from mmrazor_quant.models.algorithms.quantization import (
-        MMArchitectureQuant, MMArchitectureQuantDDP)
-    from mmrazor_quant.models.quantizers import (AcademicQuantizer,
-                                                 OpenVINOQuantizer)
+        MMArchitectureQuant,
+        MMArchitectureQuantDDP,
+    )
+    from mmrazor_quant.models.quantizers import (
+        AcademicQuantizer,
+        OpenVINOQuantizer,
+    )
     from mmrazor_quant.models.task_modules.tracer import (
-        CustomTracer, UntracedMethodRegistry, build_graphmodule,
-        custom_symbolic_trace)
-    from mmrazor_quant.models.task_modules.tracer.fx import \
-        CustomTracer as FxCustomTracer
+        CustomTracer,
+        UntracedMethodRegistry,
+        build_graphmodule,
+        custom_symbolic_trace,
+    )
+    from mmrazor_quant.models.task_modules.tracer.fx import (
+        CustomTracer as FxCustomTracer,
+    )
     from mmrazor_quant.models.task_modules.tracer.fx.custom_tracer import (
-        build_graphmodule as fx_build_graphmodule)
+        build_graphmodule as fx_build_graphmodule,
+    )
     from mmrazor_quant.structures import QConfigHandler, QSchemeHandler
-    from mmrazor_quant.structures.quantization import (QConfigHandler as Q2,
-                                                       QSchemeHandler as S2)
+    from mmrazor_quant.structures.quantization import QConfigHandler as Q2
+    from mmrazor_quant.structures.quantization import QSchemeHandler as S2
     from mmrazor_quant.utils import register_all_modules
     assert PTQLoop is RunnerPTQLoop and QConfigHandler is Q2
     assert QSchemeHandler is S2 and FxCustomTracer is CustomTracer
@@ -120,8 +143,11 @@ class Net(nn.Module):
 def test_untraced_method_registry_and_custom_symbolic_trace():
     from mmrazor_quant.models.task_modules.tracer import TraceError
     from mmrazor_quant.models.task_modules.tracer.fx.custom_tracer import (
-        CustomTracer, UntracedMethodRegistry, build_graphmodule,
-        custom_symbolic_trace)
+        CustomTracer,
+        UntracedMethodRegistry,
+        build_graphmodule,
+        custom_symbolic_trace,
+    )
     with pytest.raises(TraceError):
         custom_symbolic_trace(Net())
     saved = dict(UntracedMethodRegistry.method_dict)

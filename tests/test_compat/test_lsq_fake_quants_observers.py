@@ -7,19 +7,27 @@ import pytest
 import torch
 
 from mmrazor_quant import digit_version
-from mmrazor_quant.models import (LearnableFakeQuantize, LSQObserver,
-                                  LSQPerChannelObserver)
-from mmrazor_quant.models.fake_quants import (FakeQuantize,
-                                              disable_fake_quant,
-                                              disable_observer,
-                                              enable_fake_quant,
-                                              enable_observer,
-                                              enable_param_learning,
-                                              enable_static_estimate,
-                                              enable_val)
+from mmrazor_quant.models import (
+    LearnableFakeQuantize,
+    LSQObserver,
+    LSQPerChannelObserver,
+)
+from mmrazor_quant.models.fake_quants import (
+    FakeQuantize,
+    disable_fake_quant,
+    disable_observer,
+    enable_fake_quant,
+    enable_observer,
+    enable_param_learning,
+    enable_static_estimate,
+    enable_val,
+)
 from mmrazor_quant.models.observers import (
-    MinMaxObserver, MovingAverageMinMaxObserver,
-    MovingAveragePerChannelMinMaxObserver, PerChannelMinMaxObserver)
+    MinMaxObserver,
+    MovingAverageMinMaxObserver,
+    MovingAveragePerChannelMinMaxObserver,
+    PerChannelMinMaxObserver,
+)
 from .helpers import captured_log
 
 

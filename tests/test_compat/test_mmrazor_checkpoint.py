@@ -6,7 +6,9 @@ import pytest
 import torch
 
 from mmrazor_quant.compat.mmrazor_checkpoint import (
-    convert_mmrazor_state_dict, load_mmrazor_checkpoint)
+    convert_mmrazor_state_dict,
+    load_mmrazor_checkpoint,
+)
 from mmrazor_quant.models.fake_quants.utils import named_fake_quants
 from mmrazor_quant.registry import MODELS, register_all_modules
 from ..test_engine.toy import quant_model, tiny_net_registered

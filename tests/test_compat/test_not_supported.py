@@ -5,11 +5,15 @@ import torch
 from torch import nn
 
 from mmrazor_quant.compat.torch_ao import TorchAONotSupportedError
-from mmrazor_quant.models.fake_quants import (LearnableFakeQuantize,
-                                              register_torch_fake_quants)
+from mmrazor_quant.models.fake_quants import (
+    LearnableFakeQuantize,
+    register_torch_fake_quants,
+)
 from mmrazor_quant.models.observers import register_torch_observers
-from mmrazor_quant.models.quantizers import (AcademicQuantizer,
-                                             OpenVINOQuantizer)
+from mmrazor_quant.models.quantizers import (
+    AcademicQuantizer,
+    OpenVINOQuantizer,
+)
 from mmrazor_quant.models.task_modules.tracer import fx as tracer_fx
 from mmrazor_quant.structures import QConfigHandler
 from mmrazor_quant.structures import quantization as structures

@@ -10,9 +10,14 @@ from mmengine.config import Config, ConfigDict
 
 from mmrazor_quant.models.fake_quants import FakeQuantize
 from mmrazor_quant.models.observers import (
-    MovingAveragePerChannelMinMaxObserver, PerChannelMinMaxObserver)
-from mmrazor_quant.structures import (QConfigFactories, QConfigHandler,
-                                      QSchemeHandler)
+    MovingAveragePerChannelMinMaxObserver,
+    PerChannelMinMaxObserver,
+)
+from mmrazor_quant.structures import (
+    QConfigFactories,
+    QConfigHandler,
+    QSchemeHandler,
+)
 
 
 class TestQSchemeHandler(TestCase):

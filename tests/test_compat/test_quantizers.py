@@ -8,14 +8,22 @@ import pytest
 import torch
 
 from mmrazor_quant.compat.torch_ao import TorchAONotSupportedError
-from mmrazor_quant.models.quantizers import (AcademicQuantizer, BackendSpec,
-                                             BaseQuantizer, OpenVINOQuantizer,
-                                             TensorRTQuantizer, TensorSpec,
-                                             TorchNativeQuantizer)
+from mmrazor_quant.models.quantizers import (
+    AcademicQuantizer,
+    BackendSpec,
+    BaseQuantizer,
+    OpenVINOQuantizer,
+    TensorRTQuantizer,
+    TensorSpec,
+    TorchNativeQuantizer,
+)
 from mmrazor_quant.models.quantizers.op_kinds import OpKind
 from mmrazor_quant.models.quantizers.rules import QuantRules
 from ..test_models.test_quantizers.test_positions import (
-    EXPECTED, fake_quant_consumers, qconfig)
+    EXPECTED,
+    fake_quant_consumers,
+    qconfig,
+)
 from ..test_models.test_quantizers.toy_models import ResidualCatPoolNet
 from .helpers import captured_log
 

@@ -16,9 +16,11 @@ from mmengine.optim import OptimWrapper
 from mmengine.registry import DefaultScope
 
 from mmrazor_quant.engine.runner.calibration import calibrate
-from mmrazor_quant.models.fake_quants.utils import (enable_fake_quant,
-                                                    enable_observer,
-                                                    iter_fake_quants)
+from mmrazor_quant.models.fake_quants.utils import (
+    enable_fake_quant,
+    enable_observer,
+    iter_fake_quants,
+)
 from mmrazor_quant.registry import MODELS, register_all_modules
 from mmrazor_quant.utils.config_checks import check_loop_cfgs
 

@@ -5,10 +5,12 @@ import torch
 from mmengine.config import Config
 from mmengine.registry import init_default_scope
 
-from mmrazor_quant.models.fake_quants import (disable_fake_quant,
-                                              disable_observer,
-                                              enable_fake_quant,
-                                              named_fake_quants)
+from mmrazor_quant.models.fake_quants import (
+    disable_fake_quant,
+    disable_observer,
+    enable_fake_quant,
+    named_fake_quants,
+)
 from mmrazor_quant.registry import MODELS, register_all_modules
 
 CONFIG = 'configs/quantization/ptq/ptq_openvino_vit_mnist.py'

@@ -6,9 +6,12 @@ import numpy as np
 import pytest
 import torch
 
-from mmrazor_quant.datasets import (MNIST5k, find_mnist5k_file,
-                                    load_mnist5k_arrays,
-                                    split_mnist5k_indices)
+from mmrazor_quant.datasets import (
+    MNIST5k,
+    find_mnist5k_file,
+    load_mnist5k_arrays,
+    split_mnist5k_indices,
+)
 
 
 @pytest.fixture(scope='module')

@@ -90,7 +90,7 @@ def test_exported_mobilenetv2_has_no_unused_initializer(
                           backend)
     written = onnx.load(result.onnx_path)
     assert _unused_initializers(written.graph) == []
-    session = _session(written)
+    _session(written)
     log = capfd.readouterr()
     assert 'not used by any node' not in log.err + log.out
     assert '[W:onnxruntime' not in log.err + log.out

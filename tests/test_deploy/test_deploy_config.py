@@ -7,8 +7,8 @@ import pytest
 from mmengine.config import Config
 
 from mmrazor_quant.deploy import DeployConfig
-from mmrazor_quant.structures import InputShapes
 from mmrazor_quant.registry import MODELS, register_all_modules
+from mmrazor_quant.structures import InputShapes
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 DEPLOY_DIR = osp.join(REPO, 'configs', 'quantization', 'deploy_cfgs')

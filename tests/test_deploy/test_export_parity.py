@@ -1,15 +1,14 @@
 """Deploy model == simulation; QDQ ONNX placement; runtime parity (issue 4)."""
 import os
 
-import numpy as np
 import onnx
 import pytest
 import torch
 
 from mmrazor_quant.deploy import build_deploy_model, check_parity, export_model
 from mmrazor_quant.deploy.qdq_fake_quantize import QDQFakeQuantize
-from mmrazor_quant.deploy.weight_quantized_layer import WeightQuantizedLayer
 from mmrazor_quant.deploy.runtimes import load_runtime
+from mmrazor_quant.deploy.weight_quantized_layer import WeightQuantizedLayer
 from .conftest import W8, accuracy, build_quantized, calibrate
 
 U7_SYM = dict(qdtype='quint8', bit=7, is_symmetry=True)
@@ -60,7 +59,6 @@ def test_qdq_count_and_positions(openvino_u7, digits, tmp_path):
         assert weight.op_type == 'DequantizeLinear'
         assert producer[weight.input[0]].op_type == 'QuantizeLinear'
         assert data.op_type == 'DequantizeLinear'
-    scales = [i for i in graph.initializer if i.name.endswith('scale')]
     # per-tensor scales are 0-d (onnxruntime fuses only those)
     act_scales = {n.input[1] for n in graph.node
                   if n.op_type == 'QuantizeLinear'}

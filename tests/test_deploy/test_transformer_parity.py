@@ -12,12 +12,15 @@ import torch.nn.functional as F
 from mmengine.model import BaseModel
 from torch import nn
 
-from mmrazor_quant.analysis.model_check import (build_architecture,
-                                                calibrate_and_freeze,
-                                                quantize_w8a8)
+from mmrazor_quant.analysis.model_check import (
+    build_architecture,
+    calibrate_and_freeze,
+    quantize_w8a8,
+)
 from mmrazor_quant.deploy import check_parity, export_model
 from ..int8_host import int8_weight_bits
 from ..test_models.test_quantizers.toy_models import AttentionBlockNet
+
 
 class WindowViT(BaseModel):
     """Patch embedding, a shifted window partition and its reverse, the

@@ -4,8 +4,10 @@ import os.path as osp
 
 import pytest
 
-from mmrazor_quant.datasets import (DigitCanvasCocoDataset,
-                                    make_digit_canvas_coco)
+from mmrazor_quant.datasets import (
+    DigitCanvasCocoDataset,
+    make_digit_canvas_coco,
+)
 from mmrazor_quant.registry import MODELS
 from .toy_detectors import quant_cfg, retinanet_cfg
 

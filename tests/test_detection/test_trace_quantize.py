@@ -5,12 +5,13 @@ import re
 import pytest
 import torch
 
-from mmrazor_quant.models.fake_quants.utils import (disable_fake_quant,
-                                                    disable_observer)
+from mmrazor_quant.models.fake_quants.utils import (
+    disable_fake_quant,
+    disable_observer,
+)
 from mmrazor_quant.registry import MODELS
 from ..test_models.test_quantizers.test_positions import fake_quant_consumers
-from .toy_detectors import (quant_cfg, retinanet_cfg, yolox_cfg,
-                             yolox_pafpn_cfg)
+from .toy_detectors import quant_cfg, retinanet_cfg, yolox_cfg, yolox_pafpn_cfg
 
 # Fake quant -> consumers in the tiny RetinaNet (two conv-bn-relu stages,
 # 2-level FPN, one conv per head branch and level), derived by hand from
@@ -225,8 +226,8 @@ def test_loss_mode_trains_weights_and_lsq_scales(arch, det_batch):
 def test_detector_builds_in_its_own_scope_under_a_foreign_default_scope():
     """``mmdet.RetinaNet`` inside an mmcls run: the detector's nested builds
     (box coder, losses) come from mmdet, not from the default scope."""
-    from mmdet.models.task_modules import DeltaXYWHBBoxCoder
     from mmdet.models.losses import FocalLoss
+    from mmdet.models.task_modules import DeltaXYWHBBoxCoder
     from mmengine.registry import DefaultScope
     with DefaultScope.overwrite_default_scope('mmcls'):
         model = MODELS.build(quant_cfg(retinanet_cfg(), 'openvino'))

@@ -50,7 +50,8 @@ def run(work_dir, compile_cfg):
 @pytest.mark.timeout(600)
 def test_compiled_runner_matches_eager(tmp_path):
     torch._dynamo.reset()
-    runner, val_c, test_c, trained_c, qparams_c = run(tmp_path / 'compiled', True)
+    runner, val_c, test_c, trained_c, qparams_c = run(
+        tmp_path / 'compiled', True)
     model = runner.model
     # mmengine compiled train_step, the loops the other three.
     for step in ('train_step', 'val_step', 'test_step', 'calibrate_step'):

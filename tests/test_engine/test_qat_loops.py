@@ -8,8 +8,10 @@ from mmengine.hooks import Hook
 from mmengine.runner import Runner
 
 from mmrazor_quant.engine import QATEpochBasedLoop
-from mmrazor_quant.models.fake_quants.utils import (iter_fake_quants,
-                                                    named_fake_quants)
+from mmrazor_quant.models.fake_quants.utils import (
+    iter_fake_quants,
+    named_fake_quants,
+)
 from mmrazor_quant.models.qat_modules.bn_fold import FusedBnMixin
 from mmrazor_quant.registry import register_all_modules
 from mmrazor_quant.utils import register_checkpoint_safe_globals

@@ -9,8 +9,13 @@ import torch
 from mmrazor_quant.deploy import compare_outputs, export_model
 from mmrazor_quant.deploy.runtimes import load_runtime
 from mmrazor_quant.models.fake_quants import named_fake_quants
-from mmrazor_quant.models.quantizers import (BackendSpec, BaseQuantizer,
-                                             OpKind, QuantRules, TensorSpec)
+from mmrazor_quant.models.quantizers import (
+    BackendSpec,
+    BaseQuantizer,
+    OpKind,
+    QuantRules,
+    TensorSpec,
+)
 from mmrazor_quant.registry import EXPORTERS, MODELS
 from .conftest import BACKEND_CONFIG, example_batch, run_ptq
 

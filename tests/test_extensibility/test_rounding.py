@@ -2,9 +2,14 @@
 on the .5 cases."""
 import torch
 
-from mmrazor_quant.models.quantizers import (BackendSpec, BaseQuantizer,
-                                             InputSelector, OpKind,
-                                             QuantRules, TensorSpec)
+from mmrazor_quant.models.quantizers import (
+    BackendSpec,
+    BaseQuantizer,
+    InputSelector,
+    OpKind,
+    QuantRules,
+    TensorSpec,
+)
 
 
 def _spec(rounding):

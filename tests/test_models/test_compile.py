@@ -3,21 +3,23 @@ or QAT modules, the eager numerics, and the observer semantics (first-batch
 qparams and LSQ init, enable/disable switches, frozen BN) under compile.
 
 The numerics run on dynamo + AOTAutograd (``aot_eager``), which is fast on
-CPU; inductor runs through the Runner in tests/test_engine/test_compile_runner.py.
+CPU; inductor runs through the Runner in
+tests/test_engine/test_compile_runner.py.
 """
 import copy
 
 import pytest
 import torch
-from torch import nn
 
 from mmrazor_quant.engine.runner import compile as compile_module
 from mmrazor_quant.engine.runner.compile import check_compile_cfg
-from mmrazor_quant.models.fake_quants.utils import (disable_fake_quant,
-                                                    disable_observer,
-                                                    enable_fake_quant,
-                                                    enable_observer,
-                                                    named_fake_quants)
+from mmrazor_quant.models.fake_quants.utils import (
+    disable_fake_quant,
+    disable_observer,
+    enable_fake_quant,
+    enable_observer,
+    named_fake_quants,
+)
 from mmrazor_quant.models.qat_modules.bn_fold import FusedBnMixin
 from mmrazor_quant.models.qat_modules.utils import freeze_bn_stats
 from mmrazor_quant.registry import MODELS, register_all_modules
@@ -190,8 +192,9 @@ def test_compile_without_a_compiler_names_the_key(monkeypatch):
     monkeypatch.setattr(compile_module, '_inductor_missing',
                         lambda device: 'no C++ compiler for its CPU code '
                         'was found')
-    with pytest.raises(ValueError, match=r'`compile`=True asks for '
-                       r'torch.compile with the inductor backend, but no C\+\+'):
+    with pytest.raises(ValueError,
+                       match=r'`compile`=True asks for torch.compile with '
+                       r'the inductor backend, but no C\+\+'):
         check_compile_cfg(True)
     # Another backend needs no compiler.
     assert check_compile_cfg(dict(backend='aot_eager')) == dict(

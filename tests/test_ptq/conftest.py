@@ -4,10 +4,12 @@ import copy
 import pytest
 import torch
 
-from mmrazor_quant.models.fake_quants import (disable_fake_quant,
-                                              disable_observer,
-                                              enable_fake_quant,
-                                              enable_observer)
+from mmrazor_quant.models.fake_quants import (
+    disable_fake_quant,
+    disable_observer,
+    enable_fake_quant,
+    enable_observer,
+)
 from mmrazor_quant.registry import MODELS
 
 SKIPPED = [
@@ -24,8 +26,10 @@ RESNET = dict(
 
 
 def _digits():
-    from mmrazor_quant.datasets.mnist5k import (find_mnist5k_file,
-                                                load_mnist5k_arrays)
+    from mmrazor_quant.datasets.mnist5k import (
+        find_mnist5k_file,
+        load_mnist5k_arrays,
+    )
     try:
         images, labels = load_mnist5k_arrays(find_mnist5k_file())
     except (FileNotFoundError, ImportError):
@@ -50,7 +54,8 @@ def float_state(digits):
     model = MODELS.build(copy.deepcopy(RESNET))
     optim = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     model.train()
-    order = torch.randperm(len(images), generator=torch.Generator().manual_seed(0))
+    order = torch.randperm(len(images),
+                           generator=torch.Generator().manual_seed(0))
     for step in range(12):
         idx = order[(step * 32) % 512:(step * 32) % 512 + 32]
         loss = torch.nn.functional.cross_entropy(

@@ -5,12 +5,16 @@ import copy
 import pytest
 import torch
 
-from mmrazor_quant.models.fake_quants import (AdaRoundFakeQuantize,
-                                              FakeQuantize,
-                                              disable_fake_quant,
-                                              enable_fake_quant)
-from mmrazor_quant.models.fake_quants.adaround import (rectified_sigmoid,
-                                                       rounding_regularizer)
+from mmrazor_quant.models.fake_quants import (
+    AdaRoundFakeQuantize,
+    FakeQuantize,
+    disable_fake_quant,
+    enable_fake_quant,
+)
+from mmrazor_quant.models.fake_quants.adaround import (
+    rectified_sigmoid,
+    rounding_regularizer,
+)
 from mmrazor_quant.ptq import adaround, tensor_graph_module
 from mmrazor_quant.ptq.graph_utils import capture
 from .conftest import build_quantized, calibrate

@@ -5,8 +5,15 @@ import os.path as osp
 import pytest
 from mmengine.config import Config
 
-from benchmarks.ptq_lowbit import (BITS, CONFIG_DIR, METHODS, MODELS_,
-                                   checkpoints, parse_args, ptq_config)
+from benchmarks.ptq_lowbit import (
+    BITS,
+    CONFIG_DIR,
+    METHODS,
+    MODELS_,
+    checkpoints,
+    parse_args,
+    ptq_config,
+)
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 RECONSTRUCTION = dict(iters=200, num_samples=1024, batch_size=32, lr=1e-2,

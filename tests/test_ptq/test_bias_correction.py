@@ -1,10 +1,14 @@
 """Empirical bias correction removes the mean shift of a layer's output."""
-import torch
 
-from mmrazor_quant.models.fake_quants import (disable_fake_quant,
-                                              enable_fake_quant)
-from mmrazor_quant.ptq import (correct_bias, output_channel_means,
-                               tensor_graph_module)
+from mmrazor_quant.models.fake_quants import (
+    disable_fake_quant,
+    enable_fake_quant,
+)
+from mmrazor_quant.ptq import (
+    correct_bias,
+    output_channel_means,
+    tensor_graph_module,
+)
 from .conftest import build_quantized, calibrate
 
 LAYER = 'backbone.layer1.0.conv2'
@@ -26,7 +30,8 @@ def test_bias_correction_reduces_mean_output_error(float_state, digits):
     # reference: the float model before the correction
     float_seen = _means(model, LAYER, seen, False)
     float_unseen = _means(model, LAYER, unseen, False)
-    before = float((float_seen - _means(model, LAYER, seen, True)).abs().mean())
+    before = float(
+        (float_seen - _means(model, LAYER, seen, True)).abs().mean())
     before_unseen = float(
         (float_unseen - _means(model, LAYER, unseen, True)).abs().mean())
     corrected = correct_bias(model, [seen], num_samples=256,

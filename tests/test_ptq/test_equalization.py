@@ -3,8 +3,12 @@ per-channel weight ranges."""
 import torch
 
 from mmrazor_quant.models.fake_quants import disable_fake_quant
-from mmrazor_quant.ptq import (equalize_cross_layer, find_equalization_pairs,
-                               output_channel_ranges, tensor_graph_module)
+from mmrazor_quant.ptq import (
+    equalize_cross_layer,
+    find_equalization_pairs,
+    output_channel_ranges,
+    tensor_graph_module,
+)
 from .conftest import build_quantized
 
 
@@ -53,7 +57,8 @@ def test_cle_depthwise_pair():
     conv = nn.Conv2d(4, 6, 1)
     dw = nn.Conv2d(6, 6, 3, padding=1, groups=6)
     with torch.no_grad():
-        conv.weight.mul_(torch.tensor([1, 10, 100, 1, 0.1, 5.]).view(-1, 1, 1, 1))
+        conv.weight.mul_(
+            torch.tensor([1, 10, 100, 1, 0.1, 5.]).view(-1, 1, 1, 1))
     for m in (conv, dw):
         m.get_folded_weight_bias = (
             lambda m=m: (m.weight.detach(), m.bias.detach()))

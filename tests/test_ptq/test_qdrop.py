@@ -4,9 +4,11 @@ import copy
 import pytest
 import torch
 
-from mmrazor_quant.models.fake_quants import (QDropFakeQuantize,
-                                              disable_fake_quant,
-                                              enable_fake_quant)
+from mmrazor_quant.models.fake_quants import (
+    QDropFakeQuantize,
+    disable_fake_quant,
+    enable_fake_quant,
+)
 from mmrazor_quant.models.fake_quants.qdrop import drop_quantization
 from mmrazor_quant.ptq import brecq, find_units, qdrop, tensor_graph_module
 from mmrazor_quant.ptq.graph_utils import owner_modules
@@ -51,8 +53,8 @@ def test_qdrop_p1_equals_brecq(calibrated, digits):
 
 
 def test_qdrop_improves_w2a4_over_naive(calibrated, digits):
-    images, labels = digits
-    x, y = images[300:600], labels[300:600]
+    images, _ = digits
+    x = images[300:600]
     with torch.no_grad():
         naive = calibrated(x, mode='tensor')
         # The float reference: every fake quant off. (``architecture``

@@ -103,9 +103,11 @@ def _train_narrow_float(path: str, steps: int = 120) -> float:
     float checkpoint and returns its top-1 on the 300 test digits."""
     from mmengine.config import Config
 
-    from mmrazor_quant.datasets.mnist5k import (find_mnist5k_file,
-                                                load_mnist5k_arrays,
-                                                split_mnist5k_indices)
+    from mmrazor_quant.datasets.mnist5k import (
+        find_mnist5k_file,
+        load_mnist5k_arrays,
+        split_mnist5k_indices,
+    )
     from mmrazor_quant.registry import MODELS, register_all_modules
     register_all_modules(init_default_scope=False)
     cfg = Config.fromfile(osp.join(REPO, LSQ_CFG))

@@ -2,9 +2,13 @@
 import pytest
 import torch
 
-from mmrazor_quant.structures.quantization import (PerChannel, PerTensor,
-                                                   QSchema, RoundingPolicy,
-                                                   calculate_qparams)
+from mmrazor_quant.structures.quantization import (
+    PerChannel,
+    PerTensor,
+    QSchema,
+    RoundingPolicy,
+    calculate_qparams,
+)
 
 
 @pytest.mark.parametrize('cfg,expected', [

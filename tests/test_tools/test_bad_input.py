@@ -13,8 +13,9 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from mmrazor_quant.models.algorithms.mm_architecture import \
-    _load_float_checkpoint
+from mmrazor_quant.models.algorithms.mm_architecture import (
+    _load_float_checkpoint,
+)
 from mmrazor_quant.registry import MODELS, register_all_modules
 from mmrazor_quant.utils.config_checks import check_loop_cfgs, load_config
 

@@ -9,8 +9,10 @@ import torch
 
 from mmrazor_quant.deploy import DeployConfig, export_model
 from mmrazor_quant.deploy.atomic import atomic_outputs
-from mmrazor_quant.deploy.config_export import (ExportSettings,
-                                                resolve_output_path)
+from mmrazor_quant.deploy.config_export import (
+    ExportSettings,
+    resolve_output_path,
+)
 from mmrazor_quant.registry import MODELS, register_all_modules
 
 CONFIG = 'configs/quantization/ptq/ptq_openvino_resnet18_mnist.py'

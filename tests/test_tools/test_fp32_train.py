@@ -13,8 +13,10 @@ from mmengine.logging import HistoryBuffer
 from mmengine.runner import Runner
 
 from mmrazor_quant.registry import register_all_modules
-from mmrazor_quant.utils import (checkpoint_safe_globals,
-                                 register_checkpoint_safe_globals)
+from mmrazor_quant.utils import (
+    checkpoint_safe_globals,
+    register_checkpoint_safe_globals,
+)
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 CONFIG = osp.join(REPO, 'configs', 'fp32', 'resnet18_mnist.py')

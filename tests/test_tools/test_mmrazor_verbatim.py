@@ -224,8 +224,10 @@ def config_dir(tmp_path_factory):
 def imagenet_dir(tmp_path_factory):
     """mmcls's ImageNet layout: ``train/<class>/*.JPEG``, ``val/...`` and
     ``meta/{train,val}.txt``; 8 + 4 MNIST digits as 32x32 RGB JPEGs."""
-    from mmrazor_quant.datasets.mnist5k import (find_mnist5k_file,
-                                                load_mnist5k_arrays)
+    from mmrazor_quant.datasets.mnist5k import (
+        find_mnist5k_file,
+        load_mnist5k_arrays,
+    )
     images, labels = load_mnist5k_arrays(find_mnist5k_file())
     root = tmp_path_factory.mktemp('imagenet')
     os.makedirs(root / 'meta')

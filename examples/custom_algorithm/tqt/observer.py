@@ -1,5 +1,4 @@
 """An observer whose threshold is a power of two."""
-import math
 from typing import Optional, Tuple
 
 import torch

@@ -1,7 +1,12 @@
 """The toy NPU's quantizer: where it quantizes and what it executes."""
-from mmrazor_quant.models.quantizers import (BackendSpec, BaseQuantizer,
-                                             InputSelector, OpKind,
-                                             QuantRules, TensorSpec)
+from mmrazor_quant.models.quantizers import (
+    BackendSpec,
+    BaseQuantizer,
+    InputSelector,
+    OpKind,
+    QuantRules,
+    TensorSpec,
+)
 from mmrazor_quant.registry import MODELS
 
 __all__ = ['ToyNPUQuantizer']

@@ -4,7 +4,6 @@ import copy
 import pytest
 import torch
 from mmcls.structures import ClsDataSample
-from mmengine.config import Config
 
 from mmrazor_quant.registry import MODELS, register_all_modules
 

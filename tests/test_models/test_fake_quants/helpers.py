@@ -1,6 +1,8 @@
 """Shared helpers of the fake-quant tests."""
-from mmrazor_quant.models.observers.minmax import (MinMaxObserver,
-                                                   PerChannelMinMaxObserver)
+from mmrazor_quant.models.observers.minmax import (
+    MinMaxObserver,
+    PerChannelMinMaxObserver,
+)
 from mmrazor_quant.structures.quantization import QSchema
 
 

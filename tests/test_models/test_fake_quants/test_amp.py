@@ -22,18 +22,24 @@ import torch
 from mmengine.optim import AmpOptimWrapper
 from torch import nn
 
-from mmrazor_quant.models.fake_quants import (AdaRoundFakeQuantize,
-                                              FakeQuantize,
-                                              LearnableFakeQuantize,
-                                              LSQPlusFakeQuantize,
-                                              PACTFakeQuantize,
-                                              QDropFakeQuantize)
-from mmrazor_quant.models.observers import (HistogramObserver, KLObserver,
-                                            LSQObserver, LSQPlusObserver,
-                                            MinMaxObserver,
-                                            MovingAverageMinMaxObserver,
-                                            MSEObserver,
-                                            PerChannelMinMaxObserver)
+from mmrazor_quant.models.fake_quants import (
+    AdaRoundFakeQuantize,
+    FakeQuantize,
+    LearnableFakeQuantize,
+    LSQPlusFakeQuantize,
+    PACTFakeQuantize,
+    QDropFakeQuantize,
+)
+from mmrazor_quant.models.observers import (
+    HistogramObserver,
+    KLObserver,
+    LSQObserver,
+    LSQPlusObserver,
+    MinMaxObserver,
+    MovingAverageMinMaxObserver,
+    MSEObserver,
+    PerChannelMinMaxObserver,
+)
 from mmrazor_quant.structures.quantization import QSchema
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.dirname(
@@ -143,7 +149,8 @@ def _step(fq) -> float:
 
 @pytest.mark.parametrize('dtype', HALF, ids=str)
 def test_adaround_in_half_precision(dtype):
-    weight = torch.randn(8, 4, 3, 3, generator=torch.Generator().manual_seed(1))
+    weight = torch.randn(8, 4, 3, 3,
+                         generator=torch.Generator().manual_seed(1))
     base = FakeQuantize(PerChannelMinMaxObserver(
         QSchema(**SYM, is_symmetric_range=True)))
     base(weight)

@@ -5,8 +5,8 @@ import torch
 from mmrazor_quant.models.fake_quants import FakeQuantize
 from mmrazor_quant.registry import MODELS
 from mmrazor_quant.structures.quantization import QSchema, calculate_qparams
-from .reference import fake_quant_ref
 from .helpers import observer
+from .reference import fake_quant_ref
 
 
 def test_observer_then_fake_quant_matches_formula():

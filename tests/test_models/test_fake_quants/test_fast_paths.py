@@ -8,12 +8,18 @@ gradients up to summation order).
 import pytest
 import torch
 
-from mmrazor_quant.models.fake_quants import (FakeQuantize,
-                                              LearnableFakeQuantize)
+from mmrazor_quant.models.fake_quants import (
+    FakeQuantize,
+    LearnableFakeQuantize,
+)
 from mmrazor_quant.models.fake_quants.functional import (
-    fake_quantize, fake_quantize_learnable)
-from mmrazor_quant.models.observers import (MovingAverageMinMaxObserver,
-                                            PerChannelMinMaxObserver)
+    fake_quantize,
+    fake_quantize_learnable,
+)
+from mmrazor_quant.models.observers import (
+    MovingAverageMinMaxObserver,
+    PerChannelMinMaxObserver,
+)
 from mmrazor_quant.structures.quantization import QSchema
 
 GRIDS = [(0, 255), (-128, 127), (-127, 127), (0, 15), (-8, 7), (0, 1),

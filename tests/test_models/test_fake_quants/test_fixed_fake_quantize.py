@@ -2,10 +2,13 @@
 import pytest
 import torch
 
-from mmrazor_quant.models.fake_quants import (FakeQuantize, FixedFakeQuantize,
-                                              LearnableFakeQuantize,
-                                              LSQPlusFakeQuantize,
-                                              PACTFakeQuantize)
+from mmrazor_quant.models.fake_quants import (
+    FakeQuantize,
+    FixedFakeQuantize,
+    LearnableFakeQuantize,
+    LSQPlusFakeQuantize,
+    PACTFakeQuantize,
+)
 from mmrazor_quant.structures.quantization import QSchema
 from .helpers import observer
 

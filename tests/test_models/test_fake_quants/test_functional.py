@@ -4,7 +4,10 @@ import pytest
 import torch
 
 from mmrazor_quant.models.fake_quants.functional import (
-    fake_quantize, fake_quantize_learnable, round_half_away_from_zero)
+    fake_quantize,
+    fake_quantize_learnable,
+    round_half_away_from_zero,
+)
 from mmrazor_quant.structures.quantization import QSchema, RoundingPolicy
 from .reference import fake_quant_ref, quantize_ref, shape_for
 

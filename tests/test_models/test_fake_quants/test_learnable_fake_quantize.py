@@ -4,8 +4,10 @@ import math
 import pytest
 import torch
 
-from mmrazor_quant.models.fake_quants import (LearnableFakeQuantize,
-                                              LSQPlusFakeQuantize)
+from mmrazor_quant.models.fake_quants import (
+    LearnableFakeQuantize,
+    LSQPlusFakeQuantize,
+)
 from mmrazor_quant.registry import MODELS
 from mmrazor_quant.structures.quantization import calculate_qparams
 from .helpers import observer

@@ -4,8 +4,15 @@ import torch
 from torch import nn
 
 from mmrazor_quant.models.fake_quants import (
-    FakeQuantize, check_calibrated, disable_fake_quant, disable_observer,
-    enable_fake_quant, enable_observer, iter_fake_quants, named_fake_quants)
+    FakeQuantize,
+    check_calibrated,
+    disable_fake_quant,
+    disable_observer,
+    enable_fake_quant,
+    enable_observer,
+    iter_fake_quants,
+    named_fake_quants,
+)
 from .helpers import observer
 
 

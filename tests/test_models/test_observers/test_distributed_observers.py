@@ -9,12 +9,16 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from mmrazor_quant.models.observers import (HistogramObserver, KLObserver,
-                                            LSQObserver, LSQPlusObserver,
-                                            MinMaxObserver,
-                                            MovingAverageMinMaxObserver,
-                                            MSEObserver,
-                                            PerChannelMinMaxObserver)
+from mmrazor_quant.models.observers import (
+    HistogramObserver,
+    KLObserver,
+    LSQObserver,
+    LSQPlusObserver,
+    MinMaxObserver,
+    MovingAverageMinMaxObserver,
+    MSEObserver,
+    PerChannelMinMaxObserver,
+)
 from mmrazor_quant.structures.quantization import QSchema
 
 WORLD_SIZE, STEPS = 2, 2

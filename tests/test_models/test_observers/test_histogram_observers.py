@@ -4,9 +4,12 @@ import math
 import pytest
 import torch
 
-from mmrazor_quant.models.observers import (HistogramMSEObserver,
-                                            HistogramObserver, KLObserver,
-                                            PercentileObserver)
+from mmrazor_quant.models.observers import (
+    HistogramMSEObserver,
+    HistogramObserver,
+    KLObserver,
+    PercentileObserver,
+)
 from mmrazor_quant.models.observers.histogram_base import rebin_histogram
 from mmrazor_quant.models.observers.kl import kl_threshold_bins
 from mmrazor_quant.registry import MODELS

@@ -3,8 +3,11 @@ import pytest
 import torch
 
 from mmrazor_quant.models.observers import (
-    MinMaxObserver, MovingAverageMinMaxObserver,
-    MovingAveragePerChannelMinMaxObserver, PerChannelMinMaxObserver)
+    MinMaxObserver,
+    MovingAverageMinMaxObserver,
+    MovingAveragePerChannelMinMaxObserver,
+    PerChannelMinMaxObserver,
+)
 from mmrazor_quant.registry import MODELS
 from mmrazor_quant.structures.quantization import QSchema
 

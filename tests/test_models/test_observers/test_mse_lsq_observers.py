@@ -4,11 +4,14 @@ import math
 import pytest
 import torch
 
-from mmrazor_quant.models.observers import (LSQObserver,
-                                            LSQPerChannelObserver,
-                                            LSQPlusObserver,
-                                            LSQPlusPerChannelObserver,
-                                            MSEObserver, PerChannelMSEObserver)
+from mmrazor_quant.models.observers import (
+    LSQObserver,
+    LSQPerChannelObserver,
+    LSQPlusObserver,
+    LSQPlusPerChannelObserver,
+    MSEObserver,
+    PerChannelMSEObserver,
+)
 from mmrazor_quant.structures.quantization import QSchema
 
 INT4_SYM = dict(qdtype='qint8', bit=4, is_symmetry=True,

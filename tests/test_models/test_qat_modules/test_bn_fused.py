@@ -7,12 +7,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mmrazor_quant.models.qat_modules import (ConvBn2d, ConvBnReLU2d,
-                                              LinearBn1d, LinearBnReLU1d,
-                                              freeze_bn_stats,
-                                              update_bn_stats)
-from .helpers import (make_fake_quant, per_channel_fake_quant,
-                        randomize_bn)
+from mmrazor_quant.models.qat_modules import (
+    ConvBn2d,
+    ConvBnReLU2d,
+    LinearBn1d,
+    LinearBnReLU1d,
+    freeze_bn_stats,
+    update_bn_stats,
+)
+from .helpers import make_fake_quant, per_channel_fake_quant, randomize_bn
 
 CONVS = {
     'plain': lambda: nn.Conv2d(4, 6, 3, padding=1),

@@ -6,13 +6,19 @@ import torch
 import torch.nn.functional as F
 from torch import fx, nn
 
-from mmrazor_quant.models.qat_modules import (ConvBn2d, ConvBnReLU2d,
-                                              ConvReLU2d, LinearBn1d,
-                                              LinearBnReLU1d, QATConv2d,
-                                              QATLinear)
+from mmrazor_quant.models.qat_modules import (
+    ConvBn2d,
+    ConvBnReLU2d,
+    ConvReLU2d,
+    LinearBn1d,
+    LinearBnReLU1d,
+    QATConv2d,
+    QATLinear,
+)
 from mmrazor_quant.models.quantizers.passes.fuse import fuse_conv_bn
-from mmrazor_quant.models.quantizers.passes.swap_qat_modules import \
-    swap_qat_modules
+from mmrazor_quant.models.quantizers.passes.swap_qat_modules import (
+    swap_qat_modules,
+)
 from .helpers import fake_quant_factory, randomize_bn, set_fake_quant
 
 

@@ -6,9 +6,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mmrazor_quant.models.qat_modules import (ConvReLU2d, LinearReLU,
-                                              QATConv1d, QATConv2d, QATConv3d,
-                                              QATLinear)
+from mmrazor_quant.models.qat_modules import (
+    ConvReLU2d,
+    LinearReLU,
+    QATConv1d,
+    QATConv2d,
+    QATConv3d,
+    QATLinear,
+)
 from mmrazor_quant.registry import MODELS
 from .helpers import make_fake_quant, per_channel_fake_quant
 

@@ -10,15 +10,17 @@ import pytest
 import torch
 from torch import fx
 
-from mmrazor_quant.models.quantizers import (AcademicQuantizer,
-                                             OpenVINOQuantizer,
-                                             TensorRTQuantizer,
-                                             TorchNativeQuantizer)
+from mmrazor_quant.models.quantizers import (
+    AcademicQuantizer,
+    OpenVINOQuantizer,
+    TensorRTQuantizer,
+    TorchNativeQuantizer,
+)
 from mmrazor_quant.models.quantizers.op_kinds import OpKind, classify_node
-from mmrazor_quant.models.quantizers.passes.insert_fake_quants import \
-    is_fake_quant_node
-from .test_positions import (UNSIGNED, W8_SIGNED, fake_quant_consumers,
-                             qconfig)
+from mmrazor_quant.models.quantizers.passes.insert_fake_quants import (
+    is_fake_quant_node,
+)
+from .test_positions import UNSIGNED, W8_SIGNED, fake_quant_consumers, qconfig
 from .toy_models import AttentionBlockNet
 
 U8_SYM = dict(UNSIGNED, is_symmetry=True)

@@ -1,11 +1,12 @@
 """Per-layer qconfigs for every backend: float layers, other bit widths."""
 import pytest
 
-from mmrazor_quant.models.quantizers import (AcademicQuantizer,
-                                             OpenVINOQuantizer,
-                                             TensorRTQuantizer)
-from .test_positions import UNSIGNED, W8_SIGNED, fake_quant_consumers, \
-    qconfig
+from mmrazor_quant.models.quantizers import (
+    AcademicQuantizer,
+    OpenVINOQuantizer,
+    TensorRTQuantizer,
+)
+from .test_positions import UNSIGNED, W8_SIGNED, fake_quant_consumers, qconfig
 from .toy_models import ResidualCatPoolNet
 
 W4 = dict(w_qscheme=dict(bit=4), a_qscheme=dict(bit=4))

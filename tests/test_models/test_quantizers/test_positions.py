@@ -2,12 +2,15 @@
 import pytest
 import torch
 
-from mmrazor_quant.models.quantizers import (AcademicQuantizer,
-                                             OpenVINOQuantizer,
-                                             TensorRTQuantizer,
-                                             TorchNativeQuantizer)
-from mmrazor_quant.models.quantizers.passes.insert_fake_quants import \
-    is_fake_quant_node
+from mmrazor_quant.models.quantizers import (
+    AcademicQuantizer,
+    OpenVINOQuantizer,
+    TensorRTQuantizer,
+    TorchNativeQuantizer,
+)
+from mmrazor_quant.models.quantizers.passes.insert_fake_quants import (
+    is_fake_quant_node,
+)
 from .toy_models import ResidualCatPoolNet
 
 W8_SIGNED = dict(qdtype='qint8', bit=8, is_symmetry=True,

@@ -8,10 +8,12 @@ from torch import nn
 from torch.fx import GraphModule
 
 from mmrazor_quant.models.task_modules import CustomTracer, TraceError
-from mmrazor_quant.models.task_modules.tracer.example_values import \
-    EXAMPLE_BATCH_SIZE
-from mmrazor_quant.models.task_modules.tracer.shape_guards import \
-    ShapeGuardError
+from mmrazor_quant.models.task_modules.tracer.example_values import (
+    EXAMPLE_BATCH_SIZE,
+)
+from mmrazor_quant.models.task_modules.tracer.shape_guards import (
+    ShapeGuardError,
+)
 
 
 def _trace(model: nn.Module, input_shape) -> GraphModule:

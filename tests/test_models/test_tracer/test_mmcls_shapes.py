@@ -6,8 +6,9 @@ import torch
 from mmengine.hub import get_config
 
 from mmrazor_quant.models.task_modules import CustomTracer
-from mmrazor_quant.models.task_modules.tracer.shape_guards import \
-    ShapeGuardError
+from mmrazor_quant.models.task_modules.tracer.shape_guards import (
+    ShapeGuardError,
+)
 
 
 def _model(config: str, **backbone):
