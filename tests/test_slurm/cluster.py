@@ -1,7 +1,8 @@
 """A throw-away single-node Slurm cluster for the launcher tests.
 
-:class:`LocalSlurmCluster` installs Debian's ``slurmctld``, ``slurmd``,
-``slurm-client`` and ``munge`` where they are missing, writes a munge key and
+:class:`LocalSlurmCluster` needs Debian's ``slurmctld``, ``slurmd``,
+``slurm-client`` and ``munge`` installed (``make slurm-deps`` installs them;
+a test never installs anything), writes a munge key and
 a ``slurm.conf`` into its own temporary directory, starts ``munged``,
 ``slurmctld`` and ``slurmd`` in the foreground on loopback (fresh ports, a
 private munge socket, every state/spool/log/pid path inside the temporary
@@ -10,9 +11,9 @@ ends exactly the processes it started, by pid, and deletes the directory.
 Daemons of other clusters on the machine are never looked at.
 
 Clients reach this cluster through :attr:`env` (``SLURM_CONF``); nothing is
-written outside the temporary directory except the Debian packages.
+written outside the temporary directory.
 
-Anything that prevents the cluster from coming up (not root, no apt-get,
+Anything that prevents the cluster from coming up (a program missing,
 a daemon exiting, no idle node within the timeout) raises
 :class:`SlurmUnavailable` with the reason and the tail of the daemon logs.
 """
@@ -26,7 +27,7 @@ import tempfile
 import time
 from typing import Dict, List, Optional
 
-__all__ = ['LocalSlurmCluster', 'SlurmUnavailable', 'install_slurm']
+__all__ = ['LocalSlurmCluster', 'SlurmUnavailable', 'check_installed']
 
 # Debian package -> a program it ships, to tell whether it is installed.
 PACKAGES = {
@@ -78,7 +79,7 @@ PartitionName={partition} Nodes={host} Default=YES MaxTime=INFINITE State=UP
 
 
 class SlurmUnavailable(RuntimeError):
-    """Slurm cannot be installed or started here (the reason says why)."""
+    """Slurm is missing or cannot start here (the reason says why)."""
 
 
 def _missing_packages() -> List[str]:
@@ -87,41 +88,18 @@ def _missing_packages() -> List[str]:
             if shutil.which(prog, path=path) is None]
 
 
-def install_slurm(timeout: float = 600) -> None:
-    """``apt-get install`` the Slurm and munge packages that are missing.
+def check_installed() -> None:
+    """Check that the Slurm and munge programs are installed.
 
     Raises:
-        SlurmUnavailable: If a package is missing and cannot be installed
-            (not root, no apt-get, apt failing).
+        SlurmUnavailable: Naming the missing packages and
+            ``make slurm-deps``, which installs them.
     """
     missing = _missing_packages()
-    if not missing:
-        return
-    if os.geteuid() != 0:
+    if missing:
         raise SlurmUnavailable(
-            f'{", ".join(missing)} not installed and not running as root '
-            'to apt-get install them (run `make slurm-deps` as root)')
-    if shutil.which('apt-get') is None:
-        raise SlurmUnavailable(
-            f'{", ".join(missing)} not installed and no apt-get here')
-    env = dict(os.environ, DEBIAN_FRONTEND='noninteractive')
-    for cmd in (['apt-get', 'update', '-q'],
-                ['apt-get', 'install', '-y', '-q', '--no-install-recommends',
-                 *missing]):
-        try:
-            proc = subprocess.run(
-                cmd, env=env, capture_output=True, text=True,
-                timeout=timeout)
-        except (OSError, subprocess.TimeoutExpired) as e:
-            raise SlurmUnavailable(f'`{" ".join(cmd)}` failed: {e}') from e
-        if proc.returncode != 0:
-            raise SlurmUnavailable(
-                f'`{" ".join(cmd)}` exited with {proc.returncode}: '
-                f'{(proc.stderr or proc.stdout)[-800:]}')
-    still = _missing_packages()
-    if still:
-        raise SlurmUnavailable(f'{", ".join(still)} still missing after '
-                               'apt-get install')
+            f'{", ".join(missing)} not installed (run `make slurm-deps`, '
+            'as root on Debian, to install them)')
 
 
 def _free_port() -> int:
@@ -164,13 +142,13 @@ class LocalSlurmCluster:
 
     # -- set-up ----------------------------------------------------------
     def start(self) -> 'LocalSlurmCluster':
-        """Install what is missing, configure, start, wait for idle.
+        """Check the programs, configure, start, wait for idle.
 
         Raises:
             SlurmUnavailable: With the reason, after stopping whatever was
                 started.
         """
-        install_slurm()
+        check_installed()
         self.root = tempfile.mkdtemp(prefix='mmrq_slurm_')
         try:
             self._write_config()

@@ -1,7 +1,7 @@
 """``slurm_cluster``: a single-node Slurm cluster for this package's tests,
-started once per module (installing the Debian packages where missing) and
-stopped at its end, daemons by pid. Where Slurm cannot be installed or
-started the tests are skipped with the reason, never passed."""
+started once per module and stopped at its end, daemons by pid. The
+packages come only from ``make slurm-deps``; where they are missing or Slurm
+cannot start the tests are skipped with the reason, never passed."""
 import pytest
 
 from .cluster import LocalSlurmCluster, SlurmUnavailable
