@@ -23,6 +23,7 @@ from mmrazor_quant.models.fake_quants.utils import (
 )
 from mmrazor_quant.registry import MODELS, register_all_modules
 from mmrazor_quant.utils.config_checks import check_loop_cfgs
+from ..skips import CLS_HEAD_SKIPS
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 CONFIG_DIR = osp.join(REPO, 'configs')
@@ -35,10 +36,6 @@ CONFIGS = sorted(
         osp.relpath(path, CONFIG_DIR).split(osp.sep)))
 
 QUANT_TYPE = 'mmrazor_quant.MMArchitectureQuant'
-SKIPPED_METHODS = [
-    'mmcls.models.heads.ClsHead._get_loss',
-    'mmcls.models.heads.ClsHead._get_predictions'
-]
 QCONFIG_KEYS = {
     'w_observer', 'a_observer', 'w_fake_quant', 'a_fake_quant', 'w_qscheme',
     'a_qscheme'
@@ -150,7 +147,7 @@ def test_mmrazor_schema(name):
     assert model.architecture.type == 'ImageClassifier'
     quantizer = model.quantizer
     assert quantizer.tracer == dict(
-        type='mmrazor_quant.CustomTracer', skipped_methods=SKIPPED_METHODS)
+        type='mmrazor_quant.CustomTracer', skipped_methods=CLS_HEAD_SKIPS)
     qconfig = quantizer.global_qconfig
     assert set(qconfig) == QCONFIG_KEYS
     assert cfg.model_wrapper_cfg == dict(

@@ -11,25 +11,12 @@ import torch
 from mmrazor_quant.models.fake_quants import disable_observer
 from mmrazor_quant.registry import MODELS
 from ..int8_host import int8_weight_bits
+from ..skips import CLS_HEAD_SKIPS
+from ..toys import tiny_mbv2, tiny_resnet
 from ..train_utils import train_steps
 
-SKIPPED = [
-    'mmcls.models.heads.ClsHead._get_loss',
-    'mmcls.models.heads.ClsHead._get_predictions'
-]
-RESNET = dict(
-    _scope_='mmcls',
-    type='ImageClassifier',
-    backbone=dict(type='ResNet_CIFAR', depth=18, stem_channels=8,
-                  base_channels=8),
-    neck=dict(type='GlobalAveragePooling'),
-    head=dict(type='LinearClsHead', num_classes=10, in_channels=64))
-MOBILENET = dict(
-    _scope_='mmcls',
-    type='ImageClassifier',
-    backbone=dict(type='MobileNetV2', widen_factor=0.35),
-    neck=dict(type='GlobalAveragePooling'),
-    head=dict(type='LinearClsHead', num_classes=10, in_channels=1280))
+RESNET = tiny_resnet()
+MOBILENET = tiny_mbv2()
 ARCHS = {'resnet': RESNET, 'mbv2': MOBILENET}
 W8 = dict(qdtype='qint8', bit=8, is_symmetry=True, is_symmetric_range=True)
 
@@ -123,7 +110,7 @@ def build_quantized(arch_name, float_weights, quantizer, a_qscheme,
                     a_qscheme=a_qscheme),
                 tracer=dict(
                     type='mmrazor_quant.CustomTracer',
-                    skipped_methods=SKIPPED))))
+                    skipped_methods=CLS_HEAD_SKIPS))))
 
 
 @torch.no_grad()

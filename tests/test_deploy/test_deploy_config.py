@@ -9,6 +9,7 @@ from mmengine.config import Config
 from mmrazor_quant.deploy import DeployConfig
 from mmrazor_quant.registry import MODELS, register_all_modules
 from mmrazor_quant.structures import InputShapes
+from ..toys import openvino_w8a8, tiny_resnet
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 DEPLOY_DIR = osp.join(REPO, 'configs', 'quantization', 'deploy_cfgs')
@@ -155,33 +156,7 @@ def test_missing_backend_config():
 @pytest.fixture(scope='module')
 def tiny_model_cfg():
     register_all_modules(init_default_scope=False)
-    return dict(
-        type='mmrazor_quant.MMArchitectureQuant',
-        architecture=dict(
-            _scope_='mmcls',
-            type='ImageClassifier',
-            backbone=dict(type='ResNet_CIFAR', depth=18, stem_channels=8,
-                          base_channels=8),
-            neck=dict(type='GlobalAveragePooling'),
-            head=dict(type='LinearClsHead', num_classes=10,
-                      in_channels=64)),
-        quantizer=dict(
-            type='mmrazor_quant.OpenVINOQuantizer',
-            global_qconfig=dict(
-                w_observer=dict(type='mmrazor_quant.PerChannelMinMaxObserver'),
-                a_observer=dict(type='mmrazor_quant.MinMaxObserver'),
-                w_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
-                a_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
-                w_qscheme=dict(qdtype='qint8', bit=8, is_symmetry=True,
-                               is_symmetric_range=True),
-                a_qscheme=dict(qdtype='quint8', bit=8, is_symmetry=True)),
-            tracer=dict(
-                type='mmrazor_quant.CustomTracer',
-                skipped_methods=[
-                    'mmcls.models.heads.ClsHead._get_loss',
-                    'mmcls.models.heads.ClsHead._get_predictions'
-                ])),
-        forward_modes=('tensor', ))
+    return openvino_w8a8(tiny_resnet())
 
 
 def test_model_keeps_the_parsed_deploy_cfg(tiny_model_cfg):

@@ -2,17 +2,7 @@
 from mmengine.config import ConfigDict
 from torch import nn
 
-SKIPS = {
-    'RetinaNet': [
-        'mmdet.models.dense_heads.base_dense_head.BaseDenseHead'
-        '.predict_by_feat',
-        'mmdet.models.dense_heads.anchor_head.AnchorHead.loss_by_feat',
-    ],
-    'YOLOX': [
-        'mmdet.models.dense_heads.yolox_head.YOLOXHead.predict_by_feat',
-        'mmdet.models.dense_heads.yolox_head.YOLOXHead.loss_by_feat',
-    ],
-}
+from ..skips import DET_HEAD_SKIPS
 
 PREPROCESSOR = dict(
     type='mmdet.DetDataPreprocessor',
@@ -144,4 +134,5 @@ def quant_cfg(arch: ConfigDict, backend: str, lsq: bool = False,
             type=quantizer,
             global_qconfig=global_qconfig(backend, lsq, weight_bits),
             tracer=dict(type='mmrazor_quant.CustomTracer',
-                        skipped_methods=SKIPS[arch.type.split('.')[-1]])))
+                        skipped_methods=DET_HEAD_SKIPS[
+                            arch.type.split('.')[-1]])))

@@ -8,11 +8,9 @@ from mmengine.config import Config
 from mmengine.model import BaseModule
 from torch import nn
 
+from ..skips import CLS_HEAD_SKIPS
+
 TINY_NET = 'EngineTestTinyNet'
-SKIPPED = [
-    'mmcls.models.heads.ClsHead._get_loss',
-    'mmcls.models.heads.ClsHead._get_predictions'
-]
 
 
 class TinyNet(BaseModule):
@@ -76,7 +74,8 @@ def quant_model(kind: str = 'minmax') -> dict:
             type='mmrazor_quant.OpenVINOQuantizer',
             global_qconfig=global_qconfig,
             tracer=dict(
-                type='mmrazor_quant.CustomTracer', skipped_methods=SKIPPED)))
+                type='mmrazor_quant.CustomTracer',
+                skipped_methods=CLS_HEAD_SKIPS)))
 
 
 def loader(split: str, size: int, batch_size: int = 32,

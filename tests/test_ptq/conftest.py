@@ -11,18 +11,10 @@ from mmrazor_quant.models.fake_quants import (
     enable_observer,
 )
 from mmrazor_quant.registry import MODELS
+from ..skips import CLS_HEAD_SKIPS
+from ..toys import tiny_resnet
 
-SKIPPED = [
-    'mmcls.models.heads.ClsHead._get_loss',
-    'mmcls.models.heads.ClsHead._get_predictions'
-]
-RESNET = dict(
-    _scope_='mmcls',
-    type='ImageClassifier',
-    backbone=dict(type='ResNet_CIFAR', depth=18, in_channels=1,
-                  stem_channels=8, base_channels=8),
-    neck=dict(type='GlobalAveragePooling'),
-    head=dict(type='LinearClsHead', num_classes=10, in_channels=64))
+RESNET = tiny_resnet(in_channels=1)
 
 
 def _digits():
@@ -92,7 +84,7 @@ def build_quantized(state, quantizer='AcademicQuantizer', **qkwargs):
                 global_qconfig=qconfig(**qkwargs),
                 tracer=dict(
                     type='mmrazor_quant.CustomTracer',
-                    skipped_methods=SKIPPED)))).eval()
+                    skipped_methods=CLS_HEAD_SKIPS)))).eval()
 
 
 @torch.no_grad()

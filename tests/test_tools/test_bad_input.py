@@ -18,24 +18,14 @@ from mmrazor_quant.models.algorithms.mm_architecture import (
 )
 from mmrazor_quant.registry import MODELS, register_all_modules
 from mmrazor_quant.utils.config_checks import check_loop_cfgs, load_config
+from ..toys import tiny_mbv2, tiny_resnet
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 PTQ_CONFIG = osp.join(REPO, 'configs', 'quantization', 'ptq',
                       'ptq_native_resnet18_mnist.py')
 FP32_CONFIG = osp.join(REPO, 'configs', 'fp32', 'resnet18_mnist.py')
-TINY_RESNET = dict(
-    _scope_='mmcls',
-    type='ImageClassifier',
-    backbone=dict(type='ResNet_CIFAR', depth=18, stem_channels=8,
-                  base_channels=8),
-    neck=dict(type='GlobalAveragePooling'),
-    head=dict(type='LinearClsHead', num_classes=10, in_channels=64))
-TINY_MBV2 = dict(
-    _scope_='mmcls',
-    type='ImageClassifier',
-    backbone=dict(type='MobileNetV2', widen_factor=0.35),
-    neck=dict(type='GlobalAveragePooling'),
-    head=dict(type='LinearClsHead', num_classes=10, in_channels=1280))
+TINY_RESNET = tiny_resnet()
+TINY_MBV2 = tiny_mbv2()
 
 
 def _run_tool(name, argv, monkeypatch):

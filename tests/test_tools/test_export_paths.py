@@ -14,6 +14,7 @@ from mmrazor_quant.deploy.config_export import (
     resolve_output_path,
 )
 from mmrazor_quant.registry import MODELS, register_all_modules
+from ..toys import openvino_w8a8, tiny_resnet
 
 CONFIG = 'configs/quantization/ptq/ptq_openvino_resnet18_mnist.py'
 CKPT = 'work_dirs/ptq/model_ptq.pth'
@@ -88,25 +89,7 @@ def test_temporary_files_live_beside_the_target(tmp_path):
 
 def test_failed_export_leaves_no_file(tmp_path):
     register_all_modules(init_default_scope=False)
-    model = MODELS.build(dict(
-        type='mmrazor_quant.MMArchitectureQuant',
-        architecture=dict(
-            _scope_='mmcls', type='ImageClassifier',
-            backbone=dict(type='ResNet_CIFAR', depth=18, stem_channels=8,
-                          base_channels=8),
-            neck=dict(type='GlobalAveragePooling'),
-            head=dict(type='LinearClsHead', num_classes=10, in_channels=64)),
-        quantizer=dict(
-            type='mmrazor_quant.OpenVINOQuantizer',
-            global_qconfig=dict(
-                w_observer=dict(type='mmrazor_quant.PerChannelMinMaxObserver'),
-                a_observer=dict(type='mmrazor_quant.MinMaxObserver'),
-                w_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
-                a_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
-                w_qscheme=dict(qdtype='qint8', bit=8, is_symmetry=True,
-                               is_symmetric_range=True),
-                a_qscheme=dict(qdtype='quint8', bit=8, is_symmetry=True))),
-        forward_modes=('tensor', ))).eval()
+    model = MODELS.build(openvino_w8a8(tiny_resnet())).eval()
     out = tmp_path / 'export' / 'end2end.onnx'
     # Never calibrated: refused before anything is written.
     with pytest.raises(RuntimeError, match='calibrated'):

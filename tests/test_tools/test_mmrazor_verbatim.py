@@ -23,6 +23,7 @@ import torch
 from PIL import Image
 
 from ..int8_host import int8_weight_bits
+from ..skips import CLS_HEAD_SKIPS
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 SIZE = 32
@@ -73,12 +74,9 @@ PREPROCESSOR = """dict(
         mean=[123.675, 116.28, 103.53],
         std=[58.395, 57.12, 57.375],
         to_rgb=True)"""
-TRACER = """dict(
+TRACER = f"""dict(
             type='mmrazor.CustomTracer',
-            skipped_methods=[
-                'mmcls.models.heads.ClsHead._get_loss',
-                'mmcls.models.heads.ClsHead._get_predictions'
-            ])"""
+            skipped_methods={CLS_HEAD_SKIPS!r})"""
 MODELS = {
     'resnet18': 'resnet/resnet18_8xb32_in1k.py',
     'resnet50': 'resnet/resnet50_8xb32_in1k.py',

@@ -6,31 +6,13 @@ import torch
 from mmcls.structures import ClsDataSample
 
 from mmrazor_quant.registry import MODELS, register_all_modules
+from ...skips import CLS_HEAD_SKIPS
+from ...toys import tiny_mbv2, tiny_resnet
 
 register_all_modules(init_default_scope=False)
 
-SKIPPED = [
-    'mmcls.models.heads.ClsHead._get_loss',
-    'mmcls.models.heads.ClsHead._get_predictions'
-]
-
-RESNET = dict(
-    _scope_='mmcls',
-    type='ImageClassifier',
-    backbone=dict(
-        type='ResNet_CIFAR', depth=18, num_stages=4, out_indices=(3, ),
-        style='pytorch', stem_channels=16, base_channels=16),
-    neck=dict(type='GlobalAveragePooling'),
-    head=dict(type='LinearClsHead', num_classes=10, in_channels=128,
-              loss=dict(type='CrossEntropyLoss', loss_weight=1.0)))
-
-MOBILENET = dict(
-    _scope_='mmcls',
-    type='ImageClassifier',
-    backbone=dict(type='MobileNetV2', widen_factor=0.5),
-    neck=dict(type='GlobalAveragePooling'),
-    head=dict(type='LinearClsHead', num_classes=10, in_channels=1280,
-              loss=dict(type='CrossEntropyLoss', loss_weight=1.0)))
+RESNET = tiny_resnet(width=16)
+MOBILENET = tiny_mbv2(widen_factor=0.5)
 
 W_LSQ = dict(qdtype='qint8', bit=8, is_symmetry=True, is_symmetric_range=True)
 A_SCHEMES = {
@@ -60,7 +42,7 @@ def lsq_model(arch, quantizer_type):
                 global_qconfig=global_qconfig,
                 tracer=dict(
                     type='mmrazor_quant.CustomTracer',
-                    skipped_methods=SKIPPED))))
+                    skipped_methods=CLS_HEAD_SKIPS))))
 
 
 def samples(labels):
