@@ -85,6 +85,7 @@ def lsq_init_scale(x, fake_quant):
         min=torch.finfo(torch.float32).eps)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('kind', ['qat', 'lsq'])
 def test_resume_matches_uninterrupted_training(tmp_path, kind):
     full, full_rec = train(tmp_path / 'full', kind, 2)

@@ -46,6 +46,7 @@ def calibrated(float_state, digits):
                      digits[0][:256])
 
 
+@pytest.mark.slow
 def test_adaround_floor_or_ceil_and_lower_mse(calibrated, digits):
     images = digits[0][:256]
     nearest = copy.deepcopy(calibrated)
