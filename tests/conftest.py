@@ -70,7 +70,7 @@ def pytest_collection_modifyitems(config, items):
 def _area(nodeid: str) -> str:
     """``tests/test_deploy`` for ``tests/test_deploy/test_x.py::test_y``."""
     parts = nodeid.split('::')[0].split('/')
-    return '/'.join(parts[:2]) if len(parts) > 2 else parts[0]
+    return '/'.join(parts[:2])
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -50,6 +50,7 @@ def _checkpoint_scales(path):
             for k, v in state.items() if k.endswith('.scale')}
 
 
+@pytest.mark.slow
 def test_toy_npu_through_ptq_export_and_export_tools(tmp_path,
                                                      float_checkpoint):
     work = tmp_path / 'ptq'
