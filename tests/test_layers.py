@@ -1,6 +1,6 @@
 """The package's layers, as docs/architecture.md states them:
 
-    registry, utils -> backends, structures, datasets -> models
+    registry, utils -> backends, structures, compat, datasets -> models
         -> engine, ptq, deploy -> analysis -> apis
 
 A module imports from its own layer or lower ones, never from a higher one.
@@ -22,7 +22,7 @@ PACKAGE = 'mmrazor_quant'
 #: Rank of each subpackage (and of the package's own ``__init__``).
 LAYERS: Dict[str, int] = {
     '': 0, 'registry': 0, 'utils': 0,
-    'backends': 1, 'structures': 1, 'datasets': 1,
+    'backends': 1, 'structures': 1, 'compat': 1, 'datasets': 1,
     'models': 2,
     'engine': 3, 'ptq': 3, 'deploy': 3,
     'analysis': 4,
@@ -36,6 +36,9 @@ DEFERRED = {
      'mmrazor_quant.deploy.deploy_model'):
     "MMRazor's MMArchitectureQuant.get_deploy_model() builds the deploy "
     'model on demand',
+    ('mmrazor_quant.models.quantizers.mmrazor_compat',
+     'mmrazor_quant.deploy'):
+    "MMRazor's quantizer.export_onnx() exports on demand",
 }
 
 #: Runtime packages that ``import mmrazor_quant.models`` must not load.
