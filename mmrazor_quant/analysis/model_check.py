@@ -22,6 +22,7 @@ from mmrazor_quant.backends import all_backends, get_backend
 from mmrazor_quant.models.fake_quants import disable_observer
 from mmrazor_quant.models.fake_quants.base import BaseFakeQuantize
 from mmrazor_quant.registry import MODELS
+from mmrazor_quant.utils.sqnr import sqnr_db
 
 __all__ = ['ModelCheckReport', 'check_model', 'estimate_bn_stats',
            'quantize_w8a8', 'calibrate_and_freeze', 'w8a8_backends']
@@ -72,13 +73,6 @@ class ModelCheckReport:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-def sqnr_db(reference: np.ndarray, other: np.ndarray) -> float:
-    """``10 log10(sum(ref^2) / sum((other - ref)^2))``; inf if equal."""
-    noise = float(np.sum((other - reference)**2))
-    signal = float(np.sum(reference**2))
-    return math.inf if noise == 0 else 10 * math.log10(signal / noise)
 
 
 def estimate_bn_stats(model: nn.Module, batches: Sequence[torch.Tensor]
