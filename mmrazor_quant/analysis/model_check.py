@@ -1,7 +1,7 @@
 """Check that a model quantizes, trains a step and deploys with parity.
 
-The zoo check of issue 13: a model (usually an mmcls config with random
-weights) goes through every stage a user runs, each stage recorded with its
+The model-zoo check: a model (usually an mmcls config with random weights)
+goes through every stage a user runs, each stage recorded with its
 figures or the error that stopped it.
 """
 import copy
