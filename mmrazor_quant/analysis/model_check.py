@@ -12,7 +12,6 @@ import traceback
 from dataclasses import asdict, dataclass, field
 from typing import Dict, Optional, Sequence, Union
 
-import numpy as np
 import onnx
 import torch
 from mmengine.config import Config
