@@ -1,5 +1,5 @@
-"""Graph helpers shared by the PTQ passes: the tensor-mode GraphModule,
-its weighted layers, reconstruction units and value capture."""
+"""Graph helpers shared by the PTQ passes: the weighted layers of the
+tensor-mode GraphModule, reconstruction units and value capture."""
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import torch
