@@ -29,8 +29,8 @@ machine's load hits all of them alike; the figure is the median over the
 rounds after the warm-up rounds. A contender that fails (e.g. an ATen
 kernel without a float16 CPU version) prints its error as its row.
 
-Default shapes: 128x64x56x56 on CUDA (the issue's tensor, ResNet's first
-stage at batch 128); 16x64x56x56 on CPU (3.2 M elements, 12.8 MB in
+Default shapes: 128x64x56x56 on CUDA (ResNet's first stage at batch
+128); 16x64x56x56 on CPU (3.2 M elements, 12.8 MB in
 float32: larger than the caches, small enough for a shared 2-core machine).
 
 To compare two trees of the package with one venv, put the other tree

@@ -32,12 +32,12 @@ from mmrazor_quant.analysis.model_check import (
     calibrate_and_freeze,
     estimate_bn_stats,
     quantize_w8a8,
-    sqnr_db,
 )
 from mmrazor_quant.models.quantizers.op_kinds import (
     is_weighted_conv,
     is_weighted_linear,
 )
+from mmrazor_quant.utils.sqnr import sqnr_db
 
 FAMILIES = 'configs/model_zoo/mmcls_families.py'
 

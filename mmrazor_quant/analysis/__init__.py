@@ -3,7 +3,7 @@
 mixed precision from the layer-wise sensitivity."""
 from .graphwise import LayerError, analysis_mode, graphwise_error, worst_first
 from .layers import (QuantLayer, find_graph_fake_quants,
-                     find_quantized_layers, resolve_graph_module)
+                     find_quantized_layers)
 from .layerwise import PARTS, layerwise_sensitivity
 from .metrics import (HIGHER_IS_BETTER, METRICS, ErrorAccumulator, cosine,
                       mse, snr_db)
@@ -19,7 +19,7 @@ from .statistics import (TensorStats, activation_samples, noise_histogram,
 __all__ = [
     'LayerError', 'analysis_mode', 'graphwise_error', 'worst_first',
     'QuantLayer', 'find_graph_fake_quants', 'find_quantized_layers',
-    'resolve_graph_module', 'PARTS', 'layerwise_sensitivity',
+    'PARTS', 'layerwise_sensitivity',
     'HIGHER_IS_BETTER', 'METRICS', 'ErrorAccumulator', 'cosine', 'mse',
     'snr_db', 'float_layers_evaluator', 'high_precision_qconfig',
     'mixed_precision_rules', 'rank_layers', 'select_by_accuracy',

@@ -16,6 +16,7 @@ from mmrazor_quant.engine.runner.calibration import (calibrate,
 from mmrazor_quant.models.fake_quants.utils import (check_calibrated,
                                                     disable_observer,
                                                     enable_fake_quant)
+from mmrazor_quant.models.utils import tensor_graph_module
 from mmrazor_quant.utils import read_checkpoint
 
 __all__ = [
@@ -137,8 +138,7 @@ def collect_batches(model: nn.Module, loader, steps: Optional[int]
 
 def top1_accuracy(model: nn.Module, batches: List[Batch]) -> float:
     """Top-1 (in %) of the ``tensor``-mode logits over ``batches``."""
-    from .layers import resolve_graph_module
-    gm = resolve_graph_module(model)
+    gm = tensor_graph_module(model)
     correct = total = 0
     with torch.no_grad():
         for x, labels in batches:

@@ -9,14 +9,13 @@ import torch
 from mmengine.utils import ProgressBar
 from torch import Tensor, nn
 
-from mmrazor_quant.engine.runner.calibration import (restore_switches,
-                                                     save_switches)
 from mmrazor_quant.models.fake_quants.utils import (check_calibrated,
                                                     disable_fake_quant,
                                                     disable_observer,
-                                                    enable_fake_quant)
-from .layers import (find_graph_fake_quants, find_quantized_layers,
-                     resolve_graph_module)
+                                                    enable_fake_quant,
+                                                    preserve_quant_state)
+from mmrazor_quant.models.utils import tensor_graph_module
+from .layers import find_graph_fake_quants, find_quantized_layers
 from .metrics import HIGHER_IS_BETTER, ErrorAccumulator, check_metric
 
 __all__ = ['LayerError', 'graphwise_error', 'analysis_mode', 'worst_first']
@@ -58,15 +57,10 @@ def analysis_mode(model: nn.Module) -> Iterator[None]:
         RuntimeError: Naming the fake quants without qparams.
     """
     check_calibrated(model)
-    switches = save_switches(model)
-    was_training = model.training
-    model.eval()
-    disable_observer(model)
-    try:
+    with preserve_quant_state(model):
+        model.eval()
+        disable_observer(model)
         yield
-    finally:
-        restore_switches(switches)
-        model.train(was_training)
 
 
 class _OutputRecorder:
@@ -124,7 +118,8 @@ def graphwise_error(model: nn.Module,
 
     Args:
         model (nn.Module): A calibrated ``MMArchitectureQuant`` or quantized
-            GraphModule (see :func:`~.layers.resolve_graph_module`).
+            GraphModule (see
+            :func:`~mmrazor_quant.models.utils.tensor_graph_module`).
         inputs (Sequence[Tensor]): Preprocessed input batches.
         show_progress (bool): Show a progress bar. Defaults to False.
 
@@ -137,7 +132,7 @@ def graphwise_error(model: nn.Module,
     """
     if len(inputs) == 0:
         raise ValueError('graphwise_error needs at least one input batch')
-    gm = resolve_graph_module(model)
+    gm = tensor_graph_module(model)
     targets: Dict[str, nn.Module] = {}
     kinds: Dict[str, str] = {}
     for layer in find_quantized_layers(gm):

@@ -1,10 +1,10 @@
 """Where a quantized graph quantizes: its weighted layers and fake quants.
 
-A *quantized layer* is a ``call_module`` node of a QAT conv/linear (a
-module with a ``weight_fake_quant``). Its *input fake quant* is the
-activation fake quant its first input passes through last (found by
-walking back over shape-only ops such as pooling or flatten). Names are
-the GraphModule's module names, i.e. relative to the quantized
+A *quantized layer* is a ``call_module`` node of a QAT conv/linear
+(:func:`~mmrazor_quant.models.qat_modules.is_qat_module`). Its *input fake
+quant* is the activation fake quant its first input passes through last
+(found by walking back over shape-only ops such as pooling or flatten).
+Names are the GraphModule's module names, i.e. relative to the quantized
 architecture, which is what ``qconfig_mapping.module_name`` matches.
 """
 from dataclasses import dataclass
@@ -14,9 +14,10 @@ import torch
 from torch import Tensor, fx, nn
 
 from mmrazor_quant.models.fake_quants.base import BaseFakeQuantize
+from mmrazor_quant.models.qat_modules import is_qat_module
 
 __all__ = [
-    'QuantLayer', 'resolve_graph_module', 'find_quantized_layers',
+    'QuantLayer', 'find_quantized_layers',
     'find_graph_fake_quants', 'flatten_output', 'run_batches'
 ]
 
@@ -63,32 +64,6 @@ class QuantLayer:
         return found
 
 
-def resolve_graph_module(model: nn.Module) -> fx.GraphModule:
-    """The ``tensor``-mode GraphModule of ``model``.
-
-    Args:
-        model (nn.Module): An ``MMArchitectureQuant`` (its
-            ``qmodels['tensor']``), its DDP wrapper, or a GraphModule
-            returned by ``quantizer.prepare``.
-
-    Raises:
-        TypeError: If ``model`` is neither.
-        ValueError: If the ``tensor`` mode was not traced.
-    """
-    model = getattr(model, 'module', model)
-    if isinstance(model, fx.GraphModule):
-        return model
-    qmodels = getattr(model, 'qmodels', None)
-    if qmodels is None:
-        raise TypeError('expected an MMArchitectureQuant or a quantized '
-                        f'fx.GraphModule, got {type(model).__name__}')
-    if 'tensor' not in qmodels:
-        raise ValueError("analysis runs the 'tensor' forward mode; add it "
-                         'to forward_modes (traced: '
-                         f'{sorted(qmodels)})')
-    return qmodels['tensor']
-
-
 def _module_of(gm: fx.GraphModule, node: Any) -> Optional[nn.Module]:
     if isinstance(node, fx.Node) and node.op == 'call_module':
         return gm.get_submodule(str(node.target))
@@ -105,7 +80,7 @@ def _input_fake_quant(gm: fx.GraphModule, node: fx.Node
         module = _module_of(gm, current)
         if isinstance(module, BaseFakeQuantize):
             return module, str(current.target)
-        if module is not None and hasattr(module, 'weight_fake_quant'):
+        if is_qat_module(module):
             return None, None  # the previous layer's output: not quantized
         tensors = [a for a in current.all_input_nodes
                    if a.op != 'get_attr']
@@ -121,9 +96,7 @@ def find_quantized_layers(gm: fx.GraphModule) -> List[QuantLayer]:
     layers, seen = [], set()
     for node in gm.graph.nodes:
         module = _module_of(gm, node)
-        if module is None or node.target in seen or not isinstance(
-                getattr(module, 'weight_fake_quant', None),
-                BaseFakeQuantize):
+        if node.target in seen or not is_qat_module(module):
             continue
         seen.add(node.target)
         fake_quant, fq_name = _input_fake_quant(gm, node)

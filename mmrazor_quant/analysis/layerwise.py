@@ -6,8 +6,9 @@ from mmengine.utils import ProgressBar
 from torch import Tensor, nn
 
 from mmrazor_quant.models.fake_quants.utils import disable_fake_quant
+from mmrazor_quant.models.utils import tensor_graph_module
 from .graphwise import LayerError, analysis_mode
-from .layers import find_quantized_layers, resolve_graph_module, run_batches
+from .layers import find_quantized_layers, run_batches
 from .metrics import ErrorAccumulator
 
 __all__ = ['layerwise_sensitivity', 'PARTS']
@@ -58,7 +59,7 @@ def layerwise_sensitivity(model: nn.Module,
     if len(inputs) == 0:
         raise ValueError('layerwise_sensitivity needs at least one input '
                          'batch')
-    gm = resolve_graph_module(model)
+    gm = tensor_graph_module(model)
     layers = find_quantized_layers(gm)
     bar = ProgressBar(len(inputs) * (1 + len(layers) * len(parts))) \
         if show_progress else None

@@ -11,6 +11,8 @@ from typing import Callable, Dict
 
 from torch import Tensor
 
+from mmrazor_quant.utils.sqnr import sqnr_db, sqnr_from_sums
+
 __all__ = [
     'snr_db', 'cosine', 'mse', 'ErrorAccumulator', 'METRICS',
     'HIGHER_IS_BETTER', 'check_metric'
@@ -24,31 +26,10 @@ def _pair(ref: Tensor, test: Tensor):
     return ref.detach().double().flatten(), test.detach().double().flatten()
 
 
-def snr_db(ref: Tensor, test: Tensor) -> float:
-    r"""Signal-to-noise ratio of ``test`` against ``ref``, in dB.
-
-    .. math::
-
-        \mathrm{SNR} = 10 \log_{10}
-            \frac{\sum_i x_i^2}{\sum_i (y_i - x_i)^2}
-
-    Higher is better: +inf when ``test == ref``; 0 dB when the noise is as
-    strong as the signal; every halving of the noise amplitude adds
-    6.02 dB (one bit of a uniform quantizer).
-
-    Args:
-        ref (Tensor): The float reference :math:`x`.
-        test (Tensor): The quantized tensor :math:`y`, same shape.
-
-    Returns:
-        float: The SNR in dB (``-inf`` if ``ref`` is all zero and
-        ``test`` is not).
-
-    Raises:
-        ValueError: If the shapes differ.
-    """
-    x, y = _pair(ref, test)
-    return _snr(float((x * x).sum()), float(((y - x)**2).sum()))
+#: SNR of ``test`` against ``ref`` in dB, as
+#: :func:`mmrazor_quant.utils.sqnr.sqnr_db` (+inf for identical tensors,
+#: -inf for an all-zero ``ref`` with noise).
+snr_db = sqnr_db
 
 
 def cosine(ref: Tensor, test: Tensor) -> float:
@@ -82,14 +63,6 @@ def mse(ref: Tensor, test: Tensor) -> float:
     if x.numel() == 0:
         raise ValueError('mse of empty tensors is undefined')
     return float(((y - x)**2).mean())
-
-
-def _snr(signal: float, noise: float) -> float:
-    if noise == 0.0:
-        return math.inf
-    if signal == 0.0:
-        return -math.inf
-    return 10.0 * math.log10(signal / noise)
 
 
 def _cosine(dot: float, xx: float, yy: float) -> float:
@@ -136,7 +109,7 @@ class ErrorAccumulator:
         if self.count == 0:
             raise RuntimeError('ErrorAccumulator.result() before update()')
         return dict(
-            snr=_snr(self.signal, self.noise),
+            snr=sqnr_from_sums(self.signal, self.noise),
             cosine=_cosine(self.dot, self.signal, self.test_energy),
             mse=self.noise / self.count)
 

@@ -19,8 +19,9 @@ from typing import Callable, List, Optional, Sequence, Tuple, Union
 import torch
 from torch import Tensor, nn
 
+from mmrazor_quant.models.utils import tensor_graph_module
 from .graphwise import LayerError, analysis_mode, worst_first
-from .layers import find_quantized_layers, resolve_graph_module
+from .layers import find_quantized_layers
 
 __all__ = [
     'high_precision_qconfig', 'mixed_precision_rules', 'rank_layers',
@@ -186,7 +187,7 @@ def float_layers_evaluator(model: nn.Module,
     It approximates "at 8 bit" by "float" and needs no recalibration; build
     the chosen config and run ``tools/ptq.py`` for the real number.
     """
-    gm = resolve_graph_module(model)
+    gm = tensor_graph_module(model)
     layers = {layer.name: layer for layer in find_quantized_layers(gm)}
 
     def evaluate(rules: List[Rule]) -> float:

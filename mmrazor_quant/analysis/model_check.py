@@ -1,7 +1,7 @@
 """Check that a model quantizes, trains a step and deploys with parity.
 
-The zoo check of issue 13: a model (usually an mmcls config with random
-weights) goes through every stage a user runs, each stage recorded with its
+The model-zoo check: a model (usually an mmcls config with random weights)
+goes through every stage a user runs, each stage recorded with its
 figures or the error that stopped it.
 """
 import copy
@@ -12,7 +12,6 @@ import traceback
 from dataclasses import asdict, dataclass, field
 from typing import Dict, Optional, Sequence, Union
 
-import numpy as np
 import onnx
 import torch
 from mmengine.config import Config
@@ -22,6 +21,7 @@ from mmrazor_quant.backends import all_backends, get_backend
 from mmrazor_quant.models.fake_quants import disable_observer
 from mmrazor_quant.models.fake_quants.base import BaseFakeQuantize
 from mmrazor_quant.registry import MODELS
+from mmrazor_quant.utils.sqnr import sqnr_db
 
 __all__ = ['ModelCheckReport', 'check_model', 'estimate_bn_stats',
            'quantize_w8a8', 'calibrate_and_freeze', 'w8a8_backends']
@@ -72,13 +72,6 @@ class ModelCheckReport:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-def sqnr_db(reference: np.ndarray, other: np.ndarray) -> float:
-    """``10 log10(sum(ref^2) / sum((other - ref)^2))``; inf if equal."""
-    noise = float(np.sum((other - reference)**2))
-    signal = float(np.sum(reference**2))
-    return math.inf if noise == 0 else 10 * math.log10(signal / noise)
 
 
 def estimate_bn_stats(model: nn.Module, batches: Sequence[torch.Tensor]

@@ -11,10 +11,11 @@ from mmengine.config import Config
 
 from mmrazor_quant.engine.runner.calibration import default_calibrate_cfg
 from mmrazor_quant.models.fake_quants.utils import iter_fake_quants
+from mmrazor_quant.models.utils import tensor_graph_module
 
 from .build import build_loader, build_quant_model, collect_batches
 from .graphwise import analysis_mode, graphwise_error
-from .layers import find_quantized_layers, resolve_graph_module
+from .layers import find_quantized_layers
 from .layerwise import layerwise_sensitivity
 from .metrics import check_metric
 from .mixed_precision import (float_layers_evaluator, rank_layers,
@@ -163,7 +164,7 @@ def _write_stats(stats, path: str) -> str:
 
 def _plot_layer_histograms(model, x, name: str, path: str) -> str:
     """Weights and outputs of layer ``name``, float vs quantized."""
-    gm = resolve_graph_module(model)
+    gm = tensor_graph_module(model)
     layer = {lay.name: lay for lay in find_quantized_layers(gm)}[name]
     with analysis_mode(gm), torch.no_grad():
         weight = quantized_weight_input(layer.module)
@@ -195,7 +196,7 @@ def _mixed(cfg, model, batches, layerwise, method, budget, bit, max_drop,
     else:
         evaluate = float_layers_evaluator(model, batches)
         all_float = [(layer.name, None) for layer in find_quantized_layers(
-            resolve_graph_module(model))]
+            tensor_graph_module(model))]
         reference = evaluate(all_float)
         rules, history = select_by_accuracy(
             layerwise, evaluate, reference, max_drop, bit, method,

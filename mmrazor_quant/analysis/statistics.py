@@ -20,8 +20,9 @@ from typing import Dict, List, Sequence, Tuple
 import torch
 from torch import Tensor, nn
 
+from mmrazor_quant.models.utils import tensor_graph_module
 from .graphwise import analysis_mode
-from .layers import find_quantized_layers, resolve_graph_module
+from .layers import find_quantized_layers
 from .metrics import snr_db
 
 __all__ = [
@@ -129,7 +130,7 @@ def weight_statistics(model: nn.Module, **kwargs) -> List[TensorStats]:
         **kwargs: ``k``, ``factor``, ``percentile`` of
             :func:`tensor_statistics`.
     """
-    gm = resolve_graph_module(model)
+    gm = tensor_graph_module(model)
     stats = []
     with analysis_mode(gm), torch.no_grad():
         for layer in find_quantized_layers(gm):
@@ -157,7 +158,7 @@ def activation_samples(model: nn.Module, inputs: Sequence[Tensor],
     """Input and output of the named activation fake quants (fake quants
     on) over ``inputs``: ``{name: (x, q(x))}``, batches concatenated along
     the first dimension."""
-    gm = resolve_graph_module(model)
+    gm = tensor_graph_module(model)
     collected: Dict[str, List[Tuple[Tensor, Tensor]]] = {n: [] for n in names}
     handles = []
     for name in names:

@@ -23,7 +23,6 @@ __all__ = [
 ]
 
 MNIST5K_RELPATH = osp.join('data', 'data', 'mnist_5k.csv.gz')
-MNIST5K_NUM_SAMPLES = 5000
 MNIST5K_NUM_CLASSES = 10
 MNIST5K_IMAGE_SIZE = 28
 _INSTALL_HINT = ('Install the package that ships the digits with '

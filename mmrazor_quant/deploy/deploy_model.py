@@ -8,17 +8,12 @@ from torch import fx, nn
 from mmrazor_quant.models.fake_quants import (BaseFakeQuantize,
                                               check_calibrated,
                                               named_fake_quants)
+from mmrazor_quant.models.qat_modules import is_qat_module
+from mmrazor_quant.models.utils import tensor_graph_module
 from .qdq_fake_quantize import QDQFakeQuantize
 from .weight_quantized_layer import from_qat_module
 
-__all__ = ['build_deploy_model', 'is_qat_module']
-
-
-def is_qat_module(module: nn.Module) -> bool:
-    """Whether ``module`` is a QAT conv/linear (fused with BN or not)."""
-    return isinstance(module, nn.Module) and isinstance(
-        getattr(module, 'weight_fake_quant', None),
-        BaseFakeQuantize) and hasattr(module, 'to_float')
+__all__ = ['build_deploy_model']
 
 
 def _check_enabled(model: nn.Module) -> None:
@@ -60,21 +55,20 @@ def build_deploy_model(qmodel: nn.Module) -> fx.GraphModule:
 
     Args:
         qmodel (MMArchitectureQuant): A calibrated quantized model traced
-            with the ``'tensor'`` forward mode.
+            with the ``'tensor'`` forward mode, its DDP wrapper, or that
+            mode's GraphModule.
 
     Returns:
         fx.GraphModule: In eval mode, taking the preprocessed input tensor.
 
     Raises:
+        TypeError: If ``qmodel`` is neither a quantized model nor a
+            GraphModule.
         ValueError: If ``qmodel`` has no tensor-mode graph.
         RuntimeError: Listing fake quants that were never calibrated, or
             that are disabled.
     """
-    qmodels = getattr(qmodel, 'qmodels', None)
-    if not qmodels or 'tensor' not in qmodels:
-        raise ValueError('build_deploy_model needs an MMArchitectureQuant '
-                         "traced with forward_modes including 'tensor'")
-    gm = qmodels['tensor']
+    gm = tensor_graph_module(qmodel)
     check_calibrated(gm)
     _check_enabled(gm)
     # deepcopy copies exactly the modules the graph calls, so the result

@@ -3,10 +3,10 @@ post-processing stays outside, as in mmdeploy) with the simulation."""
 from dataclasses import dataclass
 from typing import List
 
-import numpy as np
 import torch
 from torch import Tensor, nn
 
+from mmrazor_quant.utils.sqnr import sqnr_db
 from .runtimes import load_runtime
 
 __all__ = ['DetectionParity', 'check_detection_parity', 'is_detector']
@@ -51,12 +51,6 @@ def _flat(outputs) -> List[Tensor]:
     if isinstance(outputs, Tensor):
         return [outputs]
     return [t for item in outputs for t in _flat(item)]
-
-
-def _sqnr_db(reference: np.ndarray, actual: np.ndarray) -> float:
-    noise = float(((reference - actual)**2).sum())
-    return float('inf') if noise == 0 else 10 * np.log10(
-        float((reference**2).sum()) / noise)
 
 
 def _decode(head: nn.Module, flat: List[Tensor], num_levels: int,
@@ -104,7 +98,7 @@ def check_detection_parity(qmodel: nn.Module, onnx_path: str,
     if len(outs) != len(sim):
         raise ValueError(f'{onnx_path} has {len(outs)} outputs, the '
                          f'simulation {len(sim)}')
-    sqnr = min(_sqnr_db(s.numpy(), o) for s, o in zip(sim, outs))
+    sqnr = min(sqnr_db(s.numpy(), o) for s, o in zip(sim, outs))
     head = qmodel.architecture.bbox_head
     num_levels = len(head.prior_generator.strides)
     h, w = inputs.shape[-2:]

@@ -25,7 +25,8 @@ import torch
 from torch import Tensor, fx, nn
 
 from mmrazor_quant.models.fake_quants import BaseFakeQuantize
-from .deploy_model import is_qat_module
+from mmrazor_quant.models.qat_modules import is_qat_module
+from mmrazor_quant.models.utils import tensor_graph_module
 
 __all__ = ['BiasAlignment', 'align_bias_to_int32_grid_', 'bias_grid_offsets']
 
@@ -123,15 +124,6 @@ def _bias_of_layer(name: str, gm: fx.GraphModule) -> Optional[Tensor]:
     return None if hasattr(module, 'bn') else module.bias
 
 
-def _tensor_graph(qmodel: nn.Module) -> fx.GraphModule:
-    qmodels = getattr(qmodel, 'qmodels', None)
-    if not qmodels or 'tensor' not in qmodels:
-        raise ValueError('align_bias_to_int32_grid_ needs an '
-                         "MMArchitectureQuant traced with forward_modes "
-                         "including 'tensor'")
-    return qmodels['tensor']
-
-
 @torch.no_grad()
 def align_bias_to_int32_grid_(qmodel: nn.Module) -> BiasAlignment:
     """Round each quantized layer's folded bias onto ``s_in * s_w``, in
@@ -144,18 +136,21 @@ def align_bias_to_int32_grid_(qmodel: nn.Module) -> BiasAlignment:
 
     Args:
         qmodel (MMArchitectureQuant): The calibrated or trained model; its
-            forward modes share the modules, so all of them change.
+            forward modes share the modules, so all of them change. Its
+            tensor-mode GraphModule (or a DDP wrapper) is taken too.
 
     Returns:
         BiasAlignment: The layers moved and the largest move.
 
     Raises:
+        TypeError: If ``qmodel`` is neither a quantized model nor a
+            GraphModule.
         ValueError: If ``qmodel`` has no tensor-mode graph, or a layer's
             bias cannot be changed (it names the layer). Nothing is
             changed then.
         RuntimeError: If a fake quant still has its observer enabled.
     """
-    gm = _tensor_graph(qmodel)
+    gm = tensor_graph_module(qmodel)
     _check_frozen(gm)
     plan, skipped = [], {}
     for name, module, grid, reason in _layers(gm):
@@ -181,7 +176,7 @@ def bias_grid_offsets(qmodel: nn.Module) -> Dict[str, float]:
     grid steps (0 after :func:`align_bias_to_int32_grid_`, up to 0.5
     before), for the layers that function would align."""
     offsets = {}
-    for name, module, grid, _ in _layers(_tensor_graph(qmodel)):
+    for name, module, grid, _ in _layers(tensor_graph_module(qmodel)):
         folded = module.get_folded_weight_bias()[1]
         if grid is not None and folded is not None:
             steps = folded / grid

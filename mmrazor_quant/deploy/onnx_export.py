@@ -10,6 +10,8 @@ import torch
 from onnx import TensorProto, helper, numpy_helper
 from torch import fx, nn
 
+from mmrazor_quant.structures.opsets import (DEFAULT_OPSET, DYNAMO_MIN_OPSET,
+                                             MIN_OPSET)
 from .qdq_fake_quantize import QDQFakeQuantize
 from .traceable_sizes import make_size_arithmetic_traceable
 
@@ -20,12 +22,6 @@ __all__ = [
 ]
 
 INPUT_NAME, OUTPUT_NAME = 'input', 'output'
-#: Per-channel QuantizeLinear (``axis``) appeared in opset 13.
-MIN_OPSET = 13
-#: The dynamo exporter's lowest opset.
-DYNAMO_MIN_OPSET = 18
-#: Understood by onnxruntime, OpenVINO and TensorRT >= 8.6.
-DEFAULT_OPSET = 17
 
 
 def prepare_qdq_export(model: nn.Module,
@@ -325,10 +321,3 @@ def export_onnx(model: nn.Module,
             onnx.save(onnx_model, tmp)
     return onnx_model
 
-
-def list_qdq_nodes(model: onnx.ModelProto) -> List[onnx.NodeProto]:
-    """The QuantizeLinear/DequantizeLinear nodes of ``model``, in order."""
-    return [
-        n for n in model.graph.node
-        if n.op_type in ('QuantizeLinear', 'DequantizeLinear')
-    ]

@@ -1,6 +1,5 @@
 """How closely an exported model, run in its real runtime, follows the
 PyTorch simulation (contract 8 of DESIGN.md)."""
-import math
 from dataclasses import asdict, dataclass
 from typing import Iterable, Optional, Union
 
@@ -8,6 +7,7 @@ import numpy as np
 import torch
 from torch import Tensor, fx
 
+from mmrazor_quant.utils.sqnr import sqnr_db
 from .int8_saturation import SATURATION_NOTE, int8_pairs_saturate
 from .qdq_fake_quantize import QDQFakeQuantize
 from .runtimes import load_runtime
@@ -28,7 +28,9 @@ class ParityReport:
             tensor before the output (the unit of ``max_step_diff``).
         max_step_diff (float): ``max_abs_diff / output_step``.
         sqnr_db (float): Output SQNR, ``10 log10(sum(y_sim^2) /
-            sum((y_rt - y_sim)^2))`` in dB (``inf`` if identical).
+            sum((y_rt - y_sim)^2))`` in dB (``inf`` if identical, ``-inf``
+            for an all-zero simulation; see
+            :func:`~mmrazor_quant.utils.sqnr.sqnr_db`).
         sim_accuracy (float, optional): Top-1 accuracy of the simulation,
             when labels were given.
         runtime_accuracy (float, optional): Top-1 accuracy of the runtime,
@@ -115,10 +117,6 @@ def compare_outputs(reference: np.ndarray,
                          f'{len(reference)} outputs')
     flat_ref = reference.reshape(len(reference), -1)
     flat_act = actual.reshape(len(actual), -1)
-    noise = float(((flat_act - flat_ref)**2).sum())
-    signal = float((flat_ref**2).sum())
-    sqnr = math.inf if noise == 0 else 10 * math.log10(
-        max(signal, 1e-30) / noise)
     max_abs = float(np.abs(flat_act - flat_ref).max())
     accuracies = (None, None) if labels is None else tuple(
         float((out.argmax(1) == np.asarray(labels)).mean())
@@ -131,7 +129,7 @@ def compare_outputs(reference: np.ndarray,
         max_abs_diff=max_abs,
         output_step=step,
         max_step_diff=max_abs / step,
-        sqnr_db=sqnr,
+        sqnr_db=sqnr_db(flat_ref, flat_act),
         sim_accuracy=accuracies[0],
         runtime_accuracy=accuracies[1])
 

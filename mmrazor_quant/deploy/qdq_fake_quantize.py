@@ -21,6 +21,7 @@ from torch import Tensor
 
 from mmrazor_quant.models.fake_quants import (BaseFakeQuantize,
                                               FixedFakeQuantize)
+from mmrazor_quant.structures.opsets import LOW_BIT_OPSET, QDQ_MIN_OPSET
 from mmrazor_quant.structures.quantization import RoundingPolicy
 
 __all__ = ['QDQFakeQuantize', 'OnnxQType', 'onnx_qtype']
@@ -53,17 +54,17 @@ class OnnxQType:
 
 # Smallest first: the grid goes into the first type that holds it.
 _QTYPES = (
-    OnnxQType('UINT4', 21, 0, 15, 21, torch.uint8),
-    OnnxQType('INT4', 22, -8, 7, 21, torch.int8),
-    OnnxQType('UINT8', 2, 0, 255, 10, torch.uint8),
-    OnnxQType('INT8', 3, -128, 127, 10, torch.int8),
-    OnnxQType('UINT16', 4, 0, 65535, 21, torch.int32),
-    OnnxQType('INT16', 5, -32768, 32767, 21, torch.int16),
+    OnnxQType('UINT4', 21, 0, 15, LOW_BIT_OPSET, torch.uint8),
+    OnnxQType('INT4', 22, -8, 7, LOW_BIT_OPSET, torch.int8),
+    OnnxQType('UINT8', 2, 0, 255, QDQ_MIN_OPSET, torch.uint8),
+    OnnxQType('INT8', 3, -128, 127, QDQ_MIN_OPSET, torch.int8),
+    OnnxQType('UINT16', 4, 0, 65535, LOW_BIT_OPSET, torch.int32),
+    OnnxQType('INT16', 5, -32768, 32767, LOW_BIT_OPSET, torch.int16),
 )
 
 
 #: First opset whose ``QuantizeLinear`` has the ``output_dtype`` attribute.
-_OUTPUT_DTYPE_OPSET = 21
+_OUTPUT_DTYPE_OPSET = LOW_BIT_OPSET
 
 
 def onnx_qtype(quant_min: int, quant_max: int, opset: int,

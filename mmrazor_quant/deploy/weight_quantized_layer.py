@@ -71,7 +71,8 @@ def from_qat_module(qat: nn.Module) -> WeightQuantizedLayer:
     and freezes its ``weight_fake_quant``.
 
     Args:
-        qat (nn.Module): A module with ``to_float`` and ``weight_fake_quant``.
+        qat (BaseQATModule): A QAT layer (see
+            :func:`~mmrazor_quant.models.qat_modules.is_qat_module`).
 
     Returns:
         WeightQuantizedLayer: In eval mode.

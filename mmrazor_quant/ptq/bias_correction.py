@@ -22,9 +22,11 @@ from torch import Tensor, fx, nn
 
 from mmrazor_quant.models.fake_quants import (disable_fake_quant,
                                               disable_observer,
-                                              enable_fake_quant)
+                                              enable_fake_quant,
+                                              preserve_quant_state)
+from mmrazor_quant.models.utils import tensor_graph_module
 from mmrazor_quant.registry import TASK_UTILS
-from .graph_utils import QuantSwitches, tensor_graph_module, weighted_nodes
+from .graph_utils import weighted_nodes
 from .reconstruction import sample_inputs
 
 __all__ = ['correct_bias', 'output_channel_means']
@@ -119,7 +121,7 @@ def correct_bias(model: nn.Module,
                              f'not QAT conv/linear layers; known: {names}')
         names = [n for n in names if n in set(layers)]
     logger = MMLogger.get_current_instance()
-    with QuantSwitches(gm):
+    with preserve_quant_state(gm):
         gm.eval()
         disable_observer(gm)
         # The float model shares the biases being corrected: take all its

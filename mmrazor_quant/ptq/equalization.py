@@ -28,8 +28,10 @@ from mmengine.logging import MMLogger
 from torch import Tensor, fx, nn
 
 from mmrazor_quant.models.fake_quants import BaseFakeQuantize
+from mmrazor_quant.models.qat_modules import is_qat_module
+from mmrazor_quant.models.utils import tensor_graph_module
 from mmrazor_quant.registry import TASK_UTILS
-from .graph_utils import is_weighted, tensor_graph_module, weighted_nodes
+from .graph_utils import weighted_nodes
 
 __all__ = ['equalize_cross_layer', 'find_equalization_pairs',
            'output_channel_ranges']
@@ -75,7 +77,7 @@ def find_equalization_pairs(gm: fx.GraphModule,
             user = next(iter(current.users))
             target = modules.get(str(user.target)) \
                 if user.op == 'call_module' else None
-            if target is not None and is_weighted(target) and \
+            if is_qat_module(target) and \
                     _is_conv_or_linear(target) and user.args[0] is current:
                 pairs.append((str(node.target), str(user.target)))
                 break

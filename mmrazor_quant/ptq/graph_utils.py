@@ -1,44 +1,20 @@
-"""Graph helpers shared by the PTQ passes: the tensor-mode GraphModule,
-its weighted layers, reconstruction units and value capture."""
+"""Graph helpers shared by the PTQ passes: the weighted layers of the
+tensor-mode GraphModule, reconstruction units and value capture."""
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor, fx, nn
 
 from mmrazor_quant.models.fake_quants import BaseFakeQuantize
+from mmrazor_quant.models.qat_modules import is_qat_module
 
 __all__ = [
-    'tensor_graph_module', 'owner_modules', 'is_weighted', 'weighted_nodes', 'find_units',
-    'extract_unit', 'capture', 'QuantSwitches', 'DEFAULT_BLOCK_TYPES'
+    'owner_modules', 'weighted_nodes', 'find_units',
+    'extract_unit', 'capture', 'DEFAULT_BLOCK_TYPES'
 ]
 
 #: mmcls residual blocks reconstructed as one unit by BRECQ / QDrop.
 DEFAULT_BLOCK_TYPES = ('BasicBlock', 'Bottleneck', 'InvertedResidual')
-
-
-def tensor_graph_module(model: nn.Module) -> fx.GraphModule:
-    """The GraphModule a pass works on: ``model`` itself, or the
-    ``'tensor'`` graph of an ``MMArchitectureQuant`` (or its DDP wrapper).
-
-    Raises:
-        TypeError: If ``model`` is neither.
-    """
-    model = getattr(model, 'module', model)  # DDP wrapper
-    if isinstance(model, fx.GraphModule):
-        return model
-    qmodels = getattr(model, 'qmodels', None)
-    if qmodels and 'tensor' in qmodels:
-        return qmodels['tensor']
-    raise TypeError('PTQ passes take an MMArchitectureQuant traced with the '
-                    "'tensor' forward mode, or an fx.GraphModule; got "
-                    f'{type(model).__name__}')
-
-
-def is_weighted(module: nn.Module) -> bool:
-    """A QAT conv/linear (BN-fused or not) with a weight fake quant."""
-    return isinstance(getattr(module, 'weight_fake_quant', None),
-                      BaseFakeQuantize) and hasattr(
-                          module, 'get_folded_weight_bias')
 
 
 def weighted_nodes(gm: fx.GraphModule) -> List[fx.Node]:
@@ -47,7 +23,7 @@ def weighted_nodes(gm: fx.GraphModule) -> List[fx.Node]:
     modules = dict(gm.named_modules())
     seen, nodes = set(), []
     for node in gm.graph.nodes:
-        if node.op == 'call_module' and is_weighted(
+        if node.op == 'call_module' and is_qat_module(
                 modules.get(str(node.target))) and node.target not in seen:
             seen.add(node.target)
             nodes.append(node)
@@ -221,33 +197,3 @@ def capture(gm: fx.GraphModule, nodes: Sequence[fx.Node],
         for i, node in enumerate(nodes):
             chunks[i].append(recorder.found[node])
     return [torch.cat(c) for c in chunks]
-
-
-class QuantSwitches:
-    """Remembers the observer / fake-quant flags, ``requires_grad`` and
-    train mode of a model, and restores them (``with`` block).
-    """
-
-    def __init__(self, model: nn.Module) -> None:
-        self.model = model
-
-    def __enter__(self) -> 'QuantSwitches':
-        model = self.model
-        # Per module: a GraphModule's own flag says nothing about the
-        # shared leaves (an MMArchitectureQuant in eval has them in eval).
-        self.training = [(m, m.training) for m in model.modules()]
-        self.flags = [(fq, int(fq.observer_enabled[0]),
-                       int(fq.fake_quant_enabled[0]))
-                      for fq in model.modules()
-                      if isinstance(fq, BaseFakeQuantize)]
-        self.grads = [(p, p.requires_grad) for p in model.parameters()]
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for fq, observer_on, fake_quant_on in self.flags:
-            fq.enable_observer(bool(observer_on))
-            fq.enable_fake_quant(bool(fake_quant_on))
-        for param, requires_grad in self.grads:
-            param.requires_grad_(requires_grad)
-        for module, training in self.training:
-            module.training = training

@@ -44,13 +44,15 @@ from mmrazor_quant.models.fake_quants import (AdaRoundFakeQuantize,
                                               BaseFakeQuantize,
                                               disable_fake_quant,
                                               disable_observer,
-                                              enable_fake_quant)
+                                              enable_fake_quant,
+                                              preserve_quant_state)
 from mmrazor_quant.models.fake_quants.adaround import rounding_regularizer
 from mmrazor_quant.models.fake_quants.qdrop import drop_quantization
+from mmrazor_quant.models.qat_modules import is_qat_module
+from mmrazor_quant.models.utils import tensor_graph_module
 from mmrazor_quant.registry import TASK_UTILS
-from .graph_utils import (DEFAULT_BLOCK_TYPES, QuantSwitches, capture,
-                          extract_unit, find_units, is_weighted,
-                          owner_modules, tensor_graph_module)
+from .graph_utils import (DEFAULT_BLOCK_TYPES, capture, extract_unit,
+                          find_units, owner_modules)
 
 __all__ = ['adaround', 'brecq', 'qdrop', 'reconstruct', 'sample_inputs',
            'bake_rounding']
@@ -255,7 +257,7 @@ def reconstruct(model: nn.Module,
     drop_gen = torch.Generator().manual_seed(seed + 1)
     installed: List[Tuple[nn.Module, Optional[BaseFakeQuantize]]] = []
     start = time.time()
-    with QuantSwitches(gm):
+    with preserve_quant_state(gm):
         gm.eval()
         disable_observer(gm)
         enable_fake_quant(gm)
@@ -276,7 +278,7 @@ def reconstruct(model: nn.Module,
                 for node in members:
                     module = sub.get_submodule(str(node.target)) \
                         if node.op == 'call_module' else None
-                    if module is not None and is_weighted(module):
+                    if is_qat_module(module):
                         fq, original = _install_adaround(module)
                         installed.append((module, original))
                         fake_quants.append(fq)

@@ -29,12 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from mmrazor_quant.backends import get_backend
+from .opsets import MAX_OPSET, MIN_OPSET, QDQ_MIN_OPSET
 
 __all__ = ['DeployConfig', 'InputShapes', 'MIN_OPSET', 'MAX_OPSET']
-#: QuantizeLinear exists from opset 10; per-channel (``axis``) needs 13.
-QDQ_MIN_OPSET, MIN_OPSET = 10, 13
-#: The highest opset this project's exports are checked at (int4 QDQ).
-MAX_OPSET = 21
 
 Shape = Tuple[int, ...]
 

@@ -1,7 +1,7 @@
 """Check a config before the Runner creates its work dir.
 
 ``Runner.from_cfg`` makes the work dir and starts logging before it builds
-the loops, so a misspelt loop argument used to surface as a bare
+the loops, so a misspelt loop argument would surface as a bare
 ``TypeError`` from deep inside the Runner, after a work dir was created. The
 tools call :func:`load_config` and :func:`check_loop_cfgs` first.
 """

@@ -8,11 +8,12 @@ import onnx
 import torch
 from torch import fx, nn
 
+from mmrazor_quant.structures.opsets import DEFAULT_OPSET, LOW_BIT_OPSET
 from ..atomic import atomic_outputs
 from ..bias_passes import unfuse_low_bit_bias
 from ..dead_code import remove_dead_code
 from ..deploy_model import build_deploy_model
-from ..onnx_export import DEFAULT_OPSET, export_onnx
+from ..onnx_export import export_onnx
 from ..qdq_fake_quantize import QDQFakeQuantize
 from ..qparams_table import fake_quant_qparams, onnx_qparams
 
@@ -44,8 +45,10 @@ class BaseExporter:
     left behind (an older export at the same path is kept).
 
     Args:
-        opset (int, optional): Target opset. Defaults to 21 if a grid needs
-            4 bits, else :data:`DEFAULT_OPSET`.
+        opset (int, optional): Target opset. Defaults to
+            :data:`~mmrazor_quant.structures.opsets.LOW_BIT_OPSET` if a grid
+            needs 4 bits, else
+            :data:`~mmrazor_quant.structures.opsets.DEFAULT_OPSET`.
         dynamic_batch (bool): Symbolic batch axis. Defaults to True.
         clip_narrow_range (bool, optional): Override the backend's
             :attr:`clip_narrow_range`. ``False`` lets onnxruntime fuse 7-bit
@@ -116,7 +119,7 @@ class BaseExporter:
         four_bit = any(
             m.quant_max - m.quant_min < 16 for m in model.modules()
             if isinstance(m, QDQFakeQuantize))
-        return 21 if four_bit else DEFAULT_OPSET
+        return LOW_BIT_OPSET if four_bit else DEFAULT_OPSET
 
     def export(self, qmodel: nn.Module, example_input: torch.Tensor,
                onnx_path: str) -> ExportResult:

@@ -1,6 +1,6 @@
 """Calibration and quantizer-state helpers shared by the loops."""
 import copy
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, Optional
 
 import torch
 from mmengine.dist import is_main_process
@@ -12,17 +12,14 @@ from mmrazor_quant.models.fake_quants.utils import (check_calibrated,
                                                     disable_fake_quant,
                                                     disable_observer,
                                                     enable_fake_quant,
-                                                    enable_observer,
-                                                    iter_fake_quants)
+                                                    enable_observer)
 from mmrazor_quant.models.qat_modules.utils import (freeze_bn_stats,
                                                     update_bn_stats)
 
 __all__ = [
     'calibrate', 'check_steps', 'check_begin', 'default_calibrate_cfg',
-    'set_quant_state', 'save_switches', 'restore_switches'
+    'set_quant_state'
 ]
-
-Switches = List[Tuple[nn.Module, bool, bool]]
 
 
 def check_steps(value: Any, key: str) -> int:
@@ -165,19 +162,6 @@ def set_quant_state(model: nn.Module, observers_on: bool,
         freeze_bn_stats(model)
     else:
         update_bn_stats(model)
-
-
-def save_switches(model: nn.Module) -> Switches:
-    """The (observer, fake quant) flags of every fake quant in ``model``."""
-    return [(fq, bool(fq.observer_enabled[0]), bool(fq.fake_quant_enabled[0]))
-            for fq in iter_fake_quants(model)]
-
-
-def restore_switches(switches: Switches) -> None:
-    """Undo changes made since :func:`save_switches`."""
-    for fake_quant, observer_on, fake_quant_on in switches:
-        fake_quant.enable_observer(observer_on)
-        fake_quant.enable_fake_quant(fake_quant_on)
 
 
 def mean_losses(losses: Dict[str, Any], prefix: str) -> Dict[str, float]:

@@ -36,12 +36,12 @@ from torch.utils.data import DataLoader
 from mmrazor_quant.models.fake_quants.utils import (check_calibrated,
                                                     disable_fake_quant,
                                                     disable_observer,
-                                                    enable_fake_quant)
+                                                    enable_fake_quant,
+                                                    preserve_quant_state)
 from mmrazor_quant.registry import LOOPS
 from .calibration import (calibrate, check_begin, check_steps,
                           default_calibrate_cfg, loader_length, mean_losses,
-                          reached, restore_switches, save_switches,
-                          set_quant_state)
+                          reached, set_quant_state)
 from .compile import check_compile_cfg, compile_steps
 
 __all__ = [
@@ -449,15 +449,12 @@ class QATValLoop(ValLoop):
         compile_steps(self.runner, 'val_step')
         model = self.runner.model
         model.eval()
-        switches = save_switches(model)
-        try:
+        with preserve_quant_state(model):
             disable_observer(model)
             enable_fake_quant(model)
             metrics = self._evaluate('qat.')
             disable_fake_quant(model)
             metrics.update(self._evaluate('original.'))
-        finally:
-            restore_switches(switches)
         self.runner.call_hook('after_val_epoch', metrics=metrics)
         self.runner.call_hook('after_val')
         return metrics

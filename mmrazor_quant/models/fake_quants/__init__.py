@@ -14,7 +14,8 @@ from .pact_fake_quantize import PACTFakeQuantize
 from .qdrop import QDropFakeQuantize
 from .utils import (check_calibrated, disable_fake_quant, disable_observer,
                     enable_fake_quant, enable_observer, iter_fake_quants,
-                    named_fake_quants)
+                    named_fake_quants, preserve_quant_state,
+                    restore_switches, save_switches)
 
 __all__ = [
     'BaseFakeQuantize', 'FakeQuantize', 'LearnableFakeQuantize',
@@ -24,7 +25,8 @@ __all__ = [
     'disable_observer', 'enable_fake_quant', 'disable_fake_quant',
     'check_calibrated', 'AdaRoundFakeQuantize', 'QDropFakeQuantize',
     'enable_param_learning', 'enable_static_estimate', 'enable_val',
-    'register_torch_fake_quants'
+    'register_torch_fake_quants',
+    'save_switches', 'restore_switches', 'preserve_quant_state'
 ]
 
 #: Not supported: MMRazor registered torch.ao's fake quants by name.

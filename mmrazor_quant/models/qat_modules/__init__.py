@@ -1,5 +1,6 @@
 """QAT modules: float layers whose weights are fake-quantized, alone or
 with a folded BN / fused ReLU."""
+from .base import BaseQATModule, is_qat_module
 from .bn_fold import FusedBnMixin
 from .conv import (ConvReLU1d, ConvReLU2d, ConvReLU3d, QATConv1d, QATConv2d,
                    QATConv3d)
@@ -12,5 +13,5 @@ __all__ = [
     'QATConv1d', 'QATConv2d', 'QATConv3d', 'ConvReLU1d', 'ConvReLU2d',
     'ConvReLU3d', 'ConvBn2d', 'ConvBnReLU2d', 'QATLinear', 'LinearReLU',
     'LinearBn1d', 'LinearBnReLU1d', 'FusedBnMixin', 'freeze_bn_stats',
-    'update_bn_stats'
+    'update_bn_stats', 'BaseQATModule', 'is_qat_module'
 ]

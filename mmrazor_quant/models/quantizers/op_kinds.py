@@ -94,17 +94,13 @@ _CAT_FUNCTIONS = {torch.cat, torch.concat}
 
 
 def is_weighted_conv(module: nn.Module) -> bool:
-    """A float conv or a QAT conv (duck-typed on ``kernel_size``)."""
-    return isinstance(module, nn.modules.conv._ConvNd) or (
-        hasattr(module, 'weight_fake_quant')
-        and hasattr(module, 'kernel_size'))
+    """A float conv or a QAT conv (which subclasses the float one)."""
+    return isinstance(module, nn.modules.conv._ConvNd)
 
 
 def is_weighted_linear(module: nn.Module) -> bool:
-    """A float linear or a QAT linear (duck-typed on ``in_features``)."""
-    return isinstance(module, nn.Linear) or (
-        hasattr(module, 'weight_fake_quant')
-        and hasattr(module, 'in_features'))
+    """A float linear or a QAT linear (which subclasses the float one)."""
+    return isinstance(module, nn.Linear)
 
 
 def _two_tensors(node: fx.Node) -> bool:
