@@ -17,6 +17,7 @@ from mmrazor_quant.models.fake_quants.utils import (check_calibrated,
                                                     disable_observer,
                                                     enable_fake_quant)
 from mmrazor_quant.utils import read_checkpoint
+from mmrazor_quant.utils.data_pipeline import with_test_pipeline
 
 __all__ = [
     'load_checkpoint_state', 'is_quantized_state', 'build_quant_model',
@@ -82,7 +83,8 @@ def build_quant_model(cfg: Config,
             ``float_checkpoint``.
     """
     init_default_scope(cfg.get('default_scope', 'mmcls'))
-    model_cfg = copy.deepcopy(dict(model_cfg or cfg.model))
+    model_cfg = copy.deepcopy(
+        dict(with_test_pipeline(model_cfg or cfg.model, cfg)))
     float_checkpoint = model_cfg.pop('float_checkpoint', None)
     checkpoint = checkpoint or float_checkpoint
     if not checkpoint:

@@ -165,17 +165,14 @@ def export_and_check(model: nn.Module,
         tuple: The :class:`ExportResult` and the parity report (None when
         not checked).
     """
-    from . import align_bias_to_int32_grid_, check_parity, export_model
-    from .detection import check_detection_parity, is_detector
+    from . import align_bias_to_int32_grid_, deploy_head_of, export_model
     from .from_config import preprocessed_batches
     batches = list(preprocessed_batches(model, cfg, num_samples))
     # Detection batches are padded per batch: keep those of the first size.
     size = batches[0][0].shape[-2:]
-    inputs = _resize(torch.cat([x for x, _ in batches if x.shape[-2:] == size]),
-                     settings.input_hw)
-    labels = torch.cat([s.gt_label.label[:1] for _, samples in batches
-                        for s in samples]) if hasattr(
-                            batches[0][1][0], 'gt_label') else None
+    batches = [(x, samples) for x, samples in batches if x.shape[-2:] == size]
+    inputs = _resize(torch.cat([x for x, _ in batches]), settings.input_hw)
+    samples = [s for _, batch_samples in batches for s in batch_samples]
     if settings.input_hw is not None:
         log('export and parity at {}x{} (deploy_cfg input shape)'.format(
             *settings.input_hw))
@@ -193,12 +190,9 @@ def export_and_check(model: nn.Module,
             'applies the ranges at build time)')
         return result, None
     runtime, options = PARITY_RUNTIME[settings.backend]
-    if is_detector(model):
-        report = check_detection_parity(model, out, inputs, runtime,
-                                        **options)
-    else:
-        report = check_parity(result.deploy_model, out, inputs, runtime,
-                              labels=labels, **options)
+    # The task's deploy head (its codebase adapter names the task).
+    report = deploy_head_of(model).check_parity(
+        model, result.deploy_model, out, inputs, samples, runtime, **options)
     log(report.format())
     return result, report
 

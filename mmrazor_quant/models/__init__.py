@@ -1,3 +1,3 @@
 """Models: importing this package registers every model-side module."""
-from . import (algorithms, fake_quants, observers, qat_modules,  # noqa: F401
-               quantizers, task_modules)
+from . import (algorithms, codebases, fake_quants, observers,  # noqa: F401
+               qat_modules, quantizers, task_modules)

@@ -48,7 +48,7 @@ from mmrazor_quant.models.fake_quants import (AdaRoundFakeQuantize,
 from mmrazor_quant.models.fake_quants.adaround import rounding_regularizer
 from mmrazor_quant.models.fake_quants.qdrop import drop_quantization
 from mmrazor_quant.registry import TASK_UTILS
-from .graph_utils import (DEFAULT_BLOCK_TYPES, QuantSwitches, capture,
+from .graph_utils import (QuantSwitches, capture,
                           extract_unit, find_units, is_weighted,
                           owner_modules, tensor_graph_module)
 
@@ -205,7 +205,7 @@ def reconstruct(model: nn.Module,
                 beta_range: Tuple[float, float] = (20.0, 2.0),
                 warmup: float = 0.2,
                 seed: int = 0,
-                block_types: Sequence[str] = DEFAULT_BLOCK_TYPES,
+                block_types: Optional[Sequence[str]] = None,
                 method: str = 'reconstruct') -> List[str]:
     """Learn the rounding of every QAT conv/linear unit by unit (see the
     module docstring) and bake it into the weights.
@@ -230,8 +230,9 @@ def reconstruct(model: nn.Module,
             to 0.2.
         seed (int): Seed of the sample draw, the batches and the drop masks.
             Defaults to 0.
-        block_types (Sequence[str]): Class names of the blocks. Defaults to
-            :data:`DEFAULT_BLOCK_TYPES`.
+        block_types (Sequence[str], optional): Class names of the blocks.
+            Defaults to None: those of the model's codebase adapters (see
+            :func:`~mmrazor_quant.models.codebases.block_types_of`).
         method (str): Name used in the log. Defaults to 'reconstruct'.
 
     Returns:

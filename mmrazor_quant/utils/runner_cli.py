@@ -81,13 +81,14 @@ def build_runner(args: argparse.Namespace,
     from mmrazor_quant.registry import register_all_modules
     from .checkpoint import read_checkpoint, register_checkpoint_safe_globals
     from .config_checks import check_loop_cfgs, load_config
+    from .data_pipeline import add_test_pipeline
     from .quiet import quiet_runner_logs, quiet_stack_warnings
 
     quiet_stack_warnings()
     register_all_modules(init_default_scope=False)
     # torch >= 2.6 loads with weights_only=True; allow mmengine's own types.
     register_checkpoint_safe_globals()
-    cfg = merge_args(load_config(args.config), args)
+    cfg = add_test_pipeline(merge_args(load_config(args.config), args))
     check_loop_cfgs(cfg)
     if cfg.get('load_from') and osp.isfile(cfg.load_from):
         # Read once before the Runner exists: a bad file gets our message

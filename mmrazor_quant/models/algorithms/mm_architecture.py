@@ -55,7 +55,16 @@ class MMArchitectureQuant(BaseModel):
             without the batch dimension (e.g. ``(3, 64, 64)``), taken from
             the data or config; the tracer then evaluates an example batch
             so models that read shapes trace (see ``CustomTracer``).
-            Defaults to None.
+            Defaults to None: models that read shapes are traced at the
+            shape the architecture's codebase adapter derives from
+            ``test_pipeline``, the backbone's ``img_size`` or the task's
+            default size (see ``BaseCodebase.input_shape``).
+        test_pipeline (Sequence[dict], optional): The config's test
+            pipeline (``test_dataloader.dataset.pipeline``), whose crop or
+            resize gives the input size when ``input_shape`` is not given.
+            The tools fill it in from the config (``add_test_pipeline``), as
+            the model config alone does not hold the data. Defaults to
+            None.
         init_cfg (dict, optional): Defaults to None.
 
     Raises:
@@ -80,6 +89,7 @@ class MMArchitectureQuant(BaseModel):
                  float_checkpoint: Optional[str] = None,
                  deploy_cfg: Optional[dict] = None,
                  input_shape: Optional[Sequence[int]] = None,
+                 test_pipeline: Optional[Sequence[dict]] = None,
                  init_cfg: Optional[dict] = None) -> None:
         unknown = [m for m in forward_modes if m not in _MODES]
         if unknown or not forward_modes:
@@ -112,6 +122,9 @@ class MMArchitectureQuant(BaseModel):
         self.deploy_cfg: Optional[DeployConfig] = parsed_deploy_cfg
         if input_shape is not None:
             _set_tracer_input_shape(self.quantizer.tracer, input_shape)
+        if test_pipeline is not None and \
+                hasattr(self.quantizer.tracer, 'test_pipeline'):
+            self.quantizer.tracer.test_pipeline = list(test_pipeline)
         qmodels = self.quantizer.prepare(self.architecture,
                                          self.forward_modes)
         # Kept out of the module tree on purpose: they reference the
