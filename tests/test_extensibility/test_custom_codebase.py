@@ -2,12 +2,14 @@
 loaded through ``custom_imports`` as a config loads it: the tracer applies
 its rewrite and traces its model at the input shape it derives."""
 import os.path as osp
+import runpy
 import sys
 
+import onnx
 import pytest
 import torch
 from mmengine.config import Config
-from mmengine.structures import BaseDataElement
+from mmcls.structures import ClsDataSample
 from mmengine.utils import import_modules_from_strings
 
 from mmrazor_quant.models.codebases import codebase_of
@@ -36,7 +38,7 @@ def cfg():
 
 
 def _samples(*labels):
-    return [BaseDataElement(label=label) for label in labels]
+    return [ClsDataSample().set_gt_label(label) for label in labels]
 
 
 def _example_shape(gm):
@@ -100,3 +102,19 @@ def test_without_the_adapter_the_model_does_not_trace(cfg):
     with pytest.raises(TraceError, match=r'TallyNet.forward\(mode=.loss.\)'
                        r'(.|\n)*CustomTracer\(input_shape=\(C, H, W\)\)'):
         CustomTracer().trace_mode(net, 'loss')
+
+
+def test_ptq_tool_quantizes_and_exports_the_user_codebase(
+        cfg, tmp_path, monkeypatch):
+    """``tools/ptq.py --export`` on the example config, as a user runs it:
+    traced at the pipeline's 18 x 20, calibrated, exported, checked."""
+    monkeypatch.setattr(sys, 'argv', [
+        'ptq.py', CONFIG, '--work-dir', str(tmp_path), '--export',
+        'openvino', '--cfg-options', 'test_cfg.calibrate_steps=2'
+    ])
+    runpy.run_path(osp.join(ROOT, 'tools', 'ptq.py'))['main']()
+    graph = onnx.load(str(tmp_path / 'ptq_openvino_tally_openvino.onnx')).graph
+    dims = [d.dim_value for d in graph.input[0].type.tensor_type.shape.dim]
+    assert dims[1:] == [1, 18, 20]
+    ops = [n.op_type for n in graph.node]
+    assert ops.count('QuantizeLinear') == ops.count('DequantizeLinear') > 0

@@ -1,32 +1,31 @@
 # W8A8 for OpenVINO of the toy codebase's TallyNet, defined with its
 # codebase adapter in examples/custom_codebase/toy_codebase (user code, not
-# the library). No input_shape: TallyNet reads its input size, and the
-# adapter traces it at the size the test pipeline resizes to (18 x 20).
+# the library), on the MNIST digits of the library's ResNet-18 PTQ config
+# (random float weights: the example shows the seam, not accuracy). Run from
+# the repository root:
+#   PYTHONPATH=examples/custom_codebase python tools/ptq.py \
+#       examples/custom_codebase/configs/ptq_openvino_tally.py
+# No input_shape: TallyNet reads its input size, and the adapter traces it
+# at the size the test pipeline resizes to (18 x 20).
+_base_ = ['../../../configs/quantization/ptq/ptq_openvino_resnet18_mnist.py']
+
+# Importing the package registers TallyNet and its adapter TallyCodebase.
 custom_imports = dict(imports=['toy_codebase'], allow_failed_imports=False)
-default_scope = 'mmrazor_quant'
 
 test_pipeline = [
     dict(type='Resize', scale=(20, 18)),  # mmcv's (w, h)
-    dict(type='mmcls.PackClsInputs'),
+    dict(type='PackClsInputs'),
 ]
-test_dataloader = dict(
-    batch_size=16,
-    num_workers=0,
-    dataset=dict(type='mmrazor_quant.MNIST5k', split='test',
-                 pipeline=test_pipeline),
-    sampler=dict(type='DefaultSampler', shuffle=False))
+test_dataloader = dict(dataset=dict(pipeline=test_pipeline))
+test_cfg = dict(calibrate_dataloader=dict(dataset=dict(
+    pipeline=test_pipeline)))
 
 model = dict(
+    _delete_=True,
     type='mmrazor_quant.MMArchitectureQuant',
+    data_preprocessor=dict(
+        type='mmcls.ClsDataPreprocessor', **_base_.data_preprocessor),
     architecture=dict(type='mmrazor_quant.TallyNet', in_channels=1),
-    forward_modes=('tensor', 'loss'),
     quantizer=dict(
         type='mmrazor_quant.OpenVINOQuantizer',
-        global_qconfig=dict(
-            w_observer=dict(type='mmrazor_quant.PerChannelMinMaxObserver'),
-            a_observer=dict(type='mmrazor_quant.MinMaxObserver'),
-            w_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
-            a_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
-            w_qscheme=dict(qdtype='qint8', bit=8, is_symmetry=True,
-                           is_symmetric_range=True),
-            a_qscheme=dict(qdtype='quint8', bit=8, is_symmetry=True))))
+        global_qconfig=_base_.global_qconfig))

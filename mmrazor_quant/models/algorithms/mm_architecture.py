@@ -8,7 +8,9 @@ from mmengine.structures import BaseDataElement
 from torch import fx, nn
 
 from mmrazor_quant.deploy.deploy_config import DeployConfig
-from mmrazor_quant.registry import MODEL_WRAPPERS, MODELS, build_in_scope
+from mmrazor_quant.registry import (CODEBASES, MODEL_WRAPPERS, MODELS,
+                                    build_in_scope)
+from ..codebases import codebases_of
 from ..quantizers.base import BaseQuantizer, build_graph_module
 from ..task_modules.tracer.custom_tracer import check_input_shape
 
@@ -174,28 +176,41 @@ class MMArchitectureQuant(BaseModel):
         return build_deploy_model(self)
 
 
-# OpenMMLab task packages whose data preprocessors pack task-specific
-# samples: one of them does not fit another's model.
-_TASK_PACKAGES = ('mmcls', 'mmpretrain', 'mmdet', 'mmseg', 'mmpose')
-
-
 def _check_preprocessor_fits(preprocessor: nn.Module,
                              architecture: nn.Module) -> None:
-    """Raise if ``model.data_preprocessor`` is another task's preprocessor
-    than the architecture's own (e.g. mmcls's for an mmdet detector, which
-    would batch images without padding or box rescaling)."""
+    """Raise if ``model.data_preprocessor`` is another codebase's
+    preprocessor than the architecture's own (e.g. mmcls's for an mmdet
+    detector, which would batch images without padding or box rescaling).
+
+    Codebases are told apart by their adapters; a generic (mmengine)
+    preprocessor, or one of a codebase the architecture's builds on (mmdet's
+    for an mmyolo detector), fits.
+    """
     own = getattr(architecture, 'data_preprocessor', None)
     if own is None or isinstance(preprocessor, type(own)):
         return
+    if _same_codebase(preprocessor, own):
+        return
     given_pkg = type(preprocessor).__module__.split('.')[0]
     own_pkg = type(own).__module__.split('.')[0]
-    if given_pkg != own_pkg and {given_pkg, own_pkg} <= set(_TASK_PACKAGES):
-        raise ValueError(
-            f'model.data_preprocessor: {type(preprocessor).__name__} '
-            f'({given_pkg}) does not fit the architecture '
-            f'{type(architecture).__name__} ({own_pkg}), whose own data '
-            f"preprocessor is {type(own).__name__}; use type='{own_pkg}."
-            f"{type(own).__name__}'")
+    raise ValueError(
+        f'model.data_preprocessor: {type(preprocessor).__name__} '
+        f'({given_pkg}) does not fit the architecture '
+        f'{type(architecture).__name__} ({own_pkg}), whose own data '
+        f"preprocessor is {type(own).__name__}; use type='{own_pkg}."
+        f"{type(own).__name__}'")
+
+
+def _same_codebase(given: nn.Module, own: nn.Module) -> bool:
+    """Whether ``given`` may stand in for ``own``: either is generic (no
+    codebase, or mmengine's), or the codebase of one is among those of the
+    other (mmdet's preprocessor for an mmyolo detector)."""
+    given_cbs = [type(c) for c in codebases_of(given)]
+    own_cbs = [type(c) for c in codebases_of(own)]
+    generic = CODEBASES.get('MMEngineCodebase')
+    return (not given_cbs or not own_cbs
+            or generic in (given_cbs[0], own_cbs[0])
+            or given_cbs[0] in own_cbs or own_cbs[0] in given_cbs)
 
 
 def _check_deploy_backend(deploy_cfg: Optional[DeployConfig],
