@@ -26,9 +26,10 @@ class MMArchitectureQuant(BaseModel):
     """Wrap a float mmengine model and quantize its forward modes.
 
     Building it loads ``float_checkpoint`` into the architecture, then the
-    quantizer traces ``forward_modes`` symbolically (no example input, so no
-    shape is assumed), fuses Conv+BN into QAT modules and inserts fake
-    quants. This happens in the constructor, not in a later hook, because
+    quantizer traces ``forward_modes`` symbolically (a model that reads its
+    shapes at the ``input_shape`` given, or else at the one its codebase
+    adapter derives from the config), fuses Conv+BN into QAT modules and
+    inserts fake quants. This happens in the constructor, not in a later hook, because
     mmengine's Runner wraps the model in DDP, builds the optimizer and loads
     checkpoints right after building it: the fake quants' parameters and
     buffers must exist by then. Nothing runs on data here; calibration is
