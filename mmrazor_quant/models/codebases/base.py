@@ -12,13 +12,14 @@ __all__ = ['BaseCodebase', 'InputShape']
 #: the shape is None when nothing fixes it.
 InputShape = Tuple[Optional[Tuple[int, ...]], str]
 
-#: Test-pipeline transforms whose output size is fixed by one argument,
-#: given as ``(w, h)`` or an int (mmcv's convention).
+#: Test-pipeline transforms whose output size is fixed by one argument: an
+#: int, or a pair in the order given (mmcv's ``CenterCrop`` takes ``(w, h)``,
+#: mmcls's crops ``(h, w)``).
 _FIXED_SIZE_TRANSFORMS = {
-    'CenterCrop': 'crop_size',
-    'EfficientNetCenterCrop': 'crop_size',
-    'RandomResizedCrop': 'scale',
-    'EfficientNetRandomCrop': 'scale',
+    'CenterCrop': ('crop_size', 'wh'),
+    'EfficientNetCenterCrop': ('crop_size', 'hw'),
+    'RandomResizedCrop': ('scale', 'hw'),
+    'EfficientNetRandomCrop': ('scale', 'hw'),
 }
 #: Transforms that change the size to one that depends on the image.
 _IMAGE_DEPENDENT_SIZE = ('ResizeEdge', 'RandomResize', 'RandomChoiceResize')
@@ -30,9 +31,9 @@ class BaseCodebase:
     An adapter is registered in :data:`~mmrazor_quant.registry.CODEBASES`
     and used for the models whose class (or a base class) is defined in one
     of its :attr:`packages`. The tracer takes its rewrites and default
-    skipped methods from the adapters of the model it traces;
-    ``MMArchitectureQuant`` asks it for the example input shape when the
-    config gives none; deploy picks the deploy head registered in
+    skipped methods from the adapters of the model it traces, and the
+    example input shape when the model reads its shapes and the config
+    gives none (:meth:`input_shape`); deploy picks the deploy head registered in
     :data:`~mmrazor_quant.registry.DEPLOY_HEADS` under its :attr:`task`;
     reconstruction (BRECQ, QDrop) takes its :attr:`block_types`.
 
@@ -136,8 +137,10 @@ class BaseCodebase:
         for transform in reversed(list(pipeline)):
             kind = str(transform.get('type', '')).split('.')[-1]
             if kind in _FIXED_SIZE_TRANSFORMS:
-                size = transform.get(_FIXED_SIZE_TRANSFORMS[kind])
-                return _wh_to_hw(size), f"the test pipeline's {kind}"
+                key, order = _FIXED_SIZE_TRANSFORMS[kind]
+                size = transform.get(key)
+                hw = _as_hw(size) if order == 'hw' else _wh_to_hw(size)
+                return hw, f"the test pipeline's {kind}"
             if kind == 'Resize':
                 if transform.get('keep_ratio') or \
                         transform.get('scale') is None:

@@ -73,6 +73,8 @@ def test_mmdet_models_get_the_mmdet_adapter():
     ([dict(type='CenterCrop', crop_size=(48, 32))], (32, 48), 'CenterCrop'),
     ([dict(type='RandomResizedCrop', scale=160)], (160, 160),
      'RandomResizedCrop'),
+    ([dict(type='RandomResizedCrop', scale=(40, 50))], (40, 50),  # (h, w)
+     'RandomResizedCrop'),
 ])
 def test_pipeline_size_is_the_last_transform_that_fixes_it(
         pipeline, hw, source):
