@@ -16,8 +16,8 @@ from mmengine.registry import Registry
 
 __all__ = [
     'MODELS', 'MODEL_WRAPPERS', 'TASK_UTILS', 'LOOPS', 'DATASETS',
-    'TRANSFORMS', 'BACKENDS', 'EXPORTERS', 'RUNTIMES',
-    'register_all_modules', 'build_in_scope'
+    'TRANSFORMS', 'BACKENDS', 'EXPORTERS', 'RUNTIMES', 'CODEBASES',
+    'DEPLOY_HEADS', 'register_all_modules', 'build_in_scope'
 ]
 
 # Algorithms, quantizers, observers, fake quants and QAT modules.
@@ -33,6 +33,12 @@ TASK_UTILS = Registry(
     'task util',
     parent=MMENGINE_TASK_UTILS,
     locations=['mmrazor_quant.models'])
+# Codebase adapters: what is specific to mmcls, mmdet, ... (which models,
+# example input shape, tracer rewrites and skips, data samples, task).
+CODEBASES = Registry('codebase', locations=['mmrazor_quant.models'])
+# Deploy heads, one per task: where the exported graph ends and how its
+# outputs are compared with the simulation.
+DEPLOY_HEADS = Registry('deploy head', locations=['mmrazor_quant.deploy'])
 # PTQ / QAT loops.
 LOOPS = Registry(
     'loop', parent=MMENGINE_LOOPS, locations=['mmrazor_quant.engine'])

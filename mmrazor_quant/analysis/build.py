@@ -17,7 +17,9 @@ from mmrazor_quant.models.fake_quants.utils import (check_calibrated,
                                                     disable_observer,
                                                     enable_fake_quant)
 from mmrazor_quant.models.utils import tensor_graph_module
+from mmrazor_quant.models.codebases import codebase_of
 from mmrazor_quant.utils import read_checkpoint
+from mmrazor_quant.utils.data_pipeline import with_test_pipeline
 
 __all__ = [
     'load_checkpoint_state', 'is_quantized_state', 'build_quant_model',
@@ -83,7 +85,8 @@ def build_quant_model(cfg: Config,
             ``float_checkpoint``.
     """
     init_default_scope(cfg.get('default_scope', 'mmcls'))
-    model_cfg = copy.deepcopy(dict(model_cfg or cfg.model))
+    model_cfg = copy.deepcopy(
+        dict(with_test_pipeline(model_cfg or cfg.model, cfg)))
     float_checkpoint = model_cfg.pop('float_checkpoint', None)
     checkpoint = checkpoint or float_checkpoint
     if not checkpoint:
@@ -123,13 +126,14 @@ def collect_batches(model: nn.Module, loader, steps: Optional[int]
     """The first ``steps`` batches (all if None) of ``loader`` through the
     model's data preprocessor, as ``(inputs, labels)``."""
     model = getattr(model, 'module', model)
+    codebase = codebase_of(getattr(model, 'architecture', model))
     batches = []
     with torch.no_grad():
         for data in islice(loader, steps):
             data = model.data_preprocessor(data, False)
-            samples = data.get('data_samples') or []
-            labels = torch.cat([s.gt_label.label for s in samples]) \
-                if samples else torch.empty(0, dtype=torch.long)
+            labels = codebase.gt_labels(data.get('data_samples') or [])
+            if labels is None:
+                labels = torch.empty(0, dtype=torch.long)
             batches.append((data['inputs'], labels))
     if not batches:
         raise ValueError('the dataloader gave no batch')

@@ -18,13 +18,15 @@ from mmengine.config import Config
 from torch import nn
 
 from mmrazor_quant.backends import all_backends, get_backend
+from mmrazor_quant.models.codebases import codebase_of
 from mmrazor_quant.models.fake_quants import disable_observer
 from mmrazor_quant.models.fake_quants.base import BaseFakeQuantize
 from mmrazor_quant.registry import MODELS
 from mmrazor_quant.utils.sqnr import sqnr_db
 
 __all__ = ['ModelCheckReport', 'check_model', 'estimate_bn_stats',
-           'quantize_w8a8', 'calibrate_and_freeze', 'w8a8_backends']
+           'quantize_w8a8', 'w8a8_model_cfg', 'calibrate_and_freeze',
+           'w8a8_backends']
 _CLS_SKIPPED = ['mmcls.models.heads.ClsHead._get_loss',
                 'mmcls.models.heads.ClsHead._get_predictions']
 #: The input nudge of the baseline, relative to unit-variance inputs.
@@ -118,21 +120,20 @@ def build_architecture(cfg: Union[str, Config, dict, nn.Module],
     return CLS_MODELS.build(cfg.model)
 
 
-def quantize_w8a8(architecture: nn.Module,
-                  backend: str,
-                  input_shape: Sequence[int],
-                  forward_modes: Sequence[str] = ('tensor', 'predict',
-                                                  'loss'),
-                  weight_bits: int = 8,
-                  **quantizer_kwargs) -> nn.Module:
-    """``architecture`` wrapped in ``MMArchitectureQuant`` with the
-    backend's quantizer and MMRazor's W8A8 scheme on it (the backend's
-    ``w8a8``; weights per channel).
+def w8a8_model_cfg(architecture: Union[dict, nn.Module],
+                   backend: str,
+                   forward_modes: Sequence[str] = ('tensor', 'predict',
+                                                   'loss'),
+                   weight_bits: int = 8,
+                   **quantizer_kwargs) -> dict:
+    """The ``MMArchitectureQuant`` config of ``architecture`` in MMRazor's
+    schema, with the backend's quantizer and MMRazor's W8A8 scheme on it
+    (the backend's ``w8a8``; weights per channel); no ``input_shape``, as
+    MMRazor's configs.
 
     Args:
-        architecture (nn.Module): The float model.
+        architecture (dict | nn.Module): The float model or its config.
         backend (str): One of :func:`w8a8_backends`.
-        input_shape (Sequence[int]): One sample's shape, for the tracer.
         forward_modes (Sequence[str]): Modes to trace. Defaults to all
             three.
         weight_bits (int): Weight grid; 7 for CPUs whose int8 kernels
@@ -145,25 +146,46 @@ def quantize_w8a8(architecture: nn.Module,
     if plugin.quantizer is None or plugin.w8a8 is None:
         raise ValueError(f'backend {backend!r} declares no quantizer and '
                          f'W8A8 scheme; expected one of {w8a8_backends()}')
-    return MODELS.build(
-        dict(type='mmrazor_quant.MMArchitectureQuant',
-             architecture=architecture,
-             input_shape=tuple(input_shape),
-             forward_modes=tuple(forward_modes),
-             quantizer=dict(
-                 **quantizer_kwargs,
-                 type=f'mmrazor_quant.{plugin.quantizer}',
-                 global_qconfig=dict(
-                     w_observer=dict(
-                         type='mmrazor_quant.PerChannelMinMaxObserver'),
-                     a_observer=dict(type='mmrazor_quant.MinMaxObserver'),
-                     w_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
-                     a_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
-                     w_qscheme=dict(plugin.w8a8['w_qscheme'],
-                                    bit=weight_bits),
-                     a_qscheme=dict(plugin.w8a8['a_qscheme'])),
-                 tracer=dict(type='mmrazor_quant.CustomTracer',
-                             skipped_methods=_CLS_SKIPPED))))
+    return dict(
+        type='mmrazor_quant.MMArchitectureQuant',
+        architecture=architecture,
+        forward_modes=tuple(forward_modes),
+        quantizer=dict(
+            **quantizer_kwargs,
+            type=f'mmrazor_quant.{plugin.quantizer}',
+            global_qconfig=dict(
+                w_observer=dict(
+                    type='mmrazor_quant.PerChannelMinMaxObserver'),
+                a_observer=dict(type='mmrazor_quant.MinMaxObserver'),
+                w_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
+                a_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
+                w_qscheme=dict(plugin.w8a8['w_qscheme'], bit=weight_bits),
+                a_qscheme=dict(plugin.w8a8['a_qscheme'])),
+            tracer=dict(type='mmrazor_quant.CustomTracer',
+                        skipped_methods=_CLS_SKIPPED)))
+
+
+def quantize_w8a8(architecture: nn.Module,
+                  backend: str,
+                  input_shape: Optional[Sequence[int]],
+                  forward_modes: Sequence[str] = ('tensor', 'predict',
+                                                  'loss'),
+                  weight_bits: int = 8,
+                  **quantizer_kwargs) -> nn.Module:
+    """``architecture`` wrapped in ``MMArchitectureQuant`` as
+    :func:`w8a8_model_cfg` describes it, and built.
+
+    Args:
+        input_shape (Sequence[int], optional): One sample's shape, for the
+            tracer; None lets the codebase adapter derive it when the
+            model needs one.
+        Others: as :func:`w8a8_model_cfg`.
+    """
+    cfg = w8a8_model_cfg(architecture, backend, forward_modes, weight_bits,
+                         **quantizer_kwargs)
+    if input_shape is not None:
+        cfg['input_shape'] = tuple(input_shape)
+    return MODELS.build(cfg)
 
 
 def w8a8_backends() -> list:
@@ -198,13 +220,12 @@ def _predict_diff(qmodel: nn.Module, x: torch.Tensor) -> float:
 
 
 def _qat_step(qmodel: nn.Module, x: torch.Tensor) -> tuple:
-    from mmcls.structures import ClsDataSample
     qmodel = copy.deepcopy(qmodel).eval()
     with torch.no_grad():
-        num_classes = qmodel(x, mode='tensor').shape[-1]
+        outputs = qmodel(x, mode='tensor')
     qmodel.train()
-    samples = [ClsDataSample().set_gt_label(i % num_classes)
-               for i in range(len(x))]
+    samples = codebase_of(qmodel.architecture).dummy_data_samples(
+        x, outputs)
     losses = qmodel(x, samples, mode='loss')
     loss = sum(v for k, v in losses.items() if 'loss' in k)
     loss.backward()
@@ -251,6 +272,12 @@ def check_model(cfg: Union[str, Config, dict, nn.Module],
     plus the nudge baseline) and ``qat_step`` (one loss + backward, on a
     copy so the parity figures stay those of the calibrated model).
 
+    A config whose ``model`` is an ``MMArchitectureQuant`` (MMRazor's
+    schema, e.g. :func:`w8a8_model_cfg` around the architecture) is built
+    as it is, its architecture first (for the BN statistics); any other
+    config or model is quantized with :func:`quantize_w8a8` at
+    ``input_size``.
+
     Args:
         cfg (str | Config | dict | nn.Module): An ``mmcls::`` config path,
             a config file or object, or a built classifier.
@@ -281,13 +308,20 @@ def check_model(cfg: Union[str, Config, dict, nn.Module],
         else tuple(input_size)
     torch.manual_seed(seed)
     report = ModelCheckReport()
+    quantized_cfg = _quantized_model_cfg(cfg)
+    if quantized_cfg is not None:
+        cfg = Config(dict(cfg, model=quantized_cfg['architecture']))
     architecture = build_architecture(cfg, model_overrides)
     batches = [torch.randn(num_samples, 3, h, w)
                for _ in range(calib_batches + 1)]
     estimate_bn_stats(architecture, batches[:-1])
-    qmodel = _stage(report, 'quantize', quantize_w8a8, architecture,
-                    backend, (3, h, w), ('tensor', 'predict', 'loss'),
-                    weight_bits)
+    if quantized_cfg is not None:
+        qmodel = _stage(report, 'quantize', MODELS.build,
+                        dict(quantized_cfg, architecture=architecture))
+    else:
+        qmodel = _stage(report, 'quantize', quantize_w8a8, architecture,
+                        backend, (3, h, w), ('tensor', 'predict', 'loss'),
+                        weight_bits)
     if qmodel is None:
         return report
     report.num_fake_quants = sum(
@@ -306,6 +340,17 @@ def check_model(cfg: Union[str, Config, dict, nn.Module],
     if qat is not None:
         report.qat_loss, report.qat_grad_norm = qat
     return report
+
+
+def _quantized_model_cfg(cfg) -> Optional[dict]:
+    """``cfg.model`` if it is an MMArchitectureQuant config, else None."""
+    if not isinstance(cfg, (dict, Config)):
+        return None
+    model = cfg.get('model')
+    if isinstance(model, dict) and 'architecture' in model and \
+            'quantizer' in model:
+        return dict(model)
+    return None
 
 
 def calibrate_and_freeze(qmodel: nn.Module,

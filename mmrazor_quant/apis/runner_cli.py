@@ -84,12 +84,13 @@ def build_runner(args: argparse.Namespace,
     from mmrazor_quant.utils.config_checks import check_loop_cfgs, load_config
     from mmrazor_quant.utils.quiet import (quiet_runner_logs,
                                            quiet_stack_warnings)
+    from mmrazor_quant.utils.data_pipeline import add_test_pipeline
 
     quiet_stack_warnings()
     register_all_modules(init_default_scope=False)
     # torch >= 2.6 loads with weights_only=True; allow mmengine's own types.
     register_checkpoint_safe_globals()
-    cfg = merge_args(load_config(args.config), args)
+    cfg = add_test_pipeline(merge_args(load_config(args.config), args))
     check_loop_cfgs(cfg)
     if cfg.get('load_from') and osp.isfile(cfg.load_from):
         # Read once before the Runner exists: a bad file gets our message

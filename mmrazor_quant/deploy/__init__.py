@@ -1,7 +1,9 @@
 """Deploy: BN folding, standard QDQ ONNX export per backend, side files and
 runtime parity checks. Nothing here patches torch at import."""
 from mmrazor_quant.structures import DeployConfig
+from .deploy_heads import BaseDeployHead, TensorDeployHead, deploy_head_of
 from .deploy_model import build_deploy_model
+from .detection import DetectionDeployHead
 from .exporters import (BaseExporter, ExportResult, ONNXRuntimeExporter,
                         OpenVINOExporter, TensorRTExporter, build_exporter)
 from .int8_saturation import int8_pairs_saturate
@@ -19,7 +21,8 @@ __all__ = [
     'build_exporter',
     'ParityReport', 'check_parity', 'compare_outputs', 'export_model',
     'BiasAlignment', 'align_bias_to_int32_grid_', 'bias_grid_offsets',
-    'int8_pairs_saturate'
+    'int8_pairs_saturate', 'BaseDeployHead', 'TensorDeployHead',
+    'DetectionDeployHead', 'deploy_head_of'
 ]
 
 

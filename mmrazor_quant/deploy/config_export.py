@@ -159,17 +159,14 @@ def export_and_check(model: nn.Module,
         tuple: The :class:`ExportResult` and the parity report (None when
         not checked).
     """
-    from . import build_exporter, check_parity
-    from .detection import check_detection_parity, is_detector
+    from . import build_exporter, deploy_head_of
     from .from_config import preprocessed_batches
     batches = list(preprocessed_batches(model, cfg, num_samples))
     # Detection batches are padded per batch: keep those of the first size.
     size = batches[0][0].shape[-2:]
-    inputs = _resize(torch.cat([x for x, _ in batches if x.shape[-2:] == size]),
-                     settings.input_hw)
-    labels = torch.cat([s.gt_label.label[:1] for _, samples in batches
-                        for s in samples]) if hasattr(
-                            batches[0][1][0], 'gt_label') else None
+    batches = [(x, samples) for x, samples in batches if x.shape[-2:] == size]
+    inputs = _resize(torch.cat([x for x, _ in batches]), settings.input_hw)
+    samples = [s for _, batch_samples in batches for s in batch_samples]
     if settings.input_hw is not None:
         log('export and parity at {}x{} (deploy_cfg input shape)'.format(
             *settings.input_hw))
@@ -191,13 +188,10 @@ def export_and_check(model: nn.Module,
     if backend.runtime is None:
         log(f'{backend.name} names no runtime: the export is not compared')
         return result, None
-    options = dict(backend.runtime_options)
-    if is_detector(model):
-        report = check_detection_parity(model, out, inputs, backend.runtime,
-                                        **options)
-    else:
-        report = check_parity(result.deploy_model, out, inputs,
-                              backend.runtime, labels=labels, **options)
+    # The task's deploy head (its codebase adapter names the task).
+    report = deploy_head_of(model).check_parity(
+        model, result.deploy_model, out, inputs, samples, backend.runtime,
+        **dict(backend.runtime_options))
     log(report.format())
     return result, report
 

@@ -1,5 +1,6 @@
-"""Parity of an exported detector's tensor outputs (backbone, neck, head;
-post-processing stays outside, as in mmdeploy) with the simulation."""
+"""The detection deploy head: parity of an exported detector's tensor
+outputs (backbone, neck, head; post-processing stays outside, as in
+mmdeploy) with the simulation."""
 from dataclasses import dataclass
 from typing import List
 
@@ -7,9 +8,14 @@ import torch
 from torch import Tensor, nn
 
 from mmrazor_quant.utils.sqnr import sqnr_db
+from mmrazor_quant.registry import DEPLOY_HEADS
+from .deploy_heads import BaseDeployHead
 from .runtimes import load_runtime
 
-__all__ = ['DetectionParity', 'check_detection_parity', 'is_detector']
+__all__ = [
+    'DetectionParity', 'check_detection_parity', 'is_detector',
+    'DetectionDeployHead'
+]
 
 
 @dataclass
@@ -109,3 +115,19 @@ def check_detection_parity(qmodel: nn.Module, onnx_path: str,
                            num_levels, metas)
     return DetectionParity(runtime, len(inputs), sqnr,
                            _box_agreement(boxes_sim, boxes_rt))
+
+
+@DEPLOY_HEADS.register_module(name='detection')
+class DetectionDeployHead(BaseDeployHead):
+    """Dense-head detectors (the ``detection`` task): head-output SQNR and
+    the boxes both decode to (:func:`check_detection_parity`)."""
+
+    def check_parity(self, qmodel, deploy_model, onnx_path, inputs,
+                     data_samples, runtime, **options):
+        if not is_detector(qmodel):
+            raise ValueError(
+                f'{type(qmodel.architecture).__name__}: the detection '
+                'deploy head needs a dense head (bbox_head with a '
+                'prior_generator)')
+        return check_detection_parity(qmodel, onnx_path, inputs, runtime,
+                                      **options)

@@ -34,10 +34,11 @@ def load_quantized_model(cfg: Config, checkpoint: str) -> nn.Module:
     """
     from mmrazor_quant.registry import MODELS, register_all_modules
     from mmrazor_quant.utils import register_checkpoint_safe_globals
+    from mmrazor_quant.utils.data_pipeline import with_test_pipeline
     register_all_modules(init_default_scope=False)
     register_checkpoint_safe_globals()
     init_default_scope(cfg.get('default_scope', 'mmcls'))
-    model_cfg = cfg.model.copy()
+    model_cfg = dict(with_test_pipeline(cfg.model, cfg))
     if 'quantizer' not in model_cfg:
         raise ValueError('model: the config does not describe a quantized '
                          'model (no model.quantizer); pass a config under '

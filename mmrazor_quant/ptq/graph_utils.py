@@ -5,16 +5,14 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 import torch
 from torch import Tensor, fx, nn
 
+from mmrazor_quant.models.codebases import block_types_of
 from mmrazor_quant.models.fake_quants import BaseFakeQuantize
 from mmrazor_quant.models.qat_modules import is_qat_module
 
 __all__ = [
-    'owner_modules', 'weighted_nodes', 'find_units',
-    'extract_unit', 'capture', 'DEFAULT_BLOCK_TYPES'
+    'owner_modules', 'weighted_nodes', 'find_units', 'extract_unit',
+    'capture'
 ]
-
-#: mmcls residual blocks reconstructed as one unit by BRECQ / QDrop.
-DEFAULT_BLOCK_TYPES = ('BasicBlock', 'Bottleneck', 'InvertedResidual')
 
 
 def weighted_nodes(gm: fx.GraphModule) -> List[fx.Node]:
@@ -59,7 +57,7 @@ def owner_modules(model: nn.Module) -> Dict[str, nn.Module]:
 
 def find_units(gm: fx.GraphModule,
                granularity: str = 'block',
-               block_types: Sequence[str] = DEFAULT_BLOCK_TYPES,
+               block_types: Optional[Sequence[str]] = None,
                with_input_quant: bool = True,
                modules: Optional[Dict[str, nn.Module]] = None
                ) -> List[Tuple[str, List[fx.Node]]]:
@@ -73,6 +71,10 @@ def find_units(gm: fx.GraphModule,
     dropped during reconstruction).
 
     Args:
+        block_types (Sequence[str], optional): Class names of the blocks.
+            Defaults to None: those of the codebase adapters of the modules
+            (e.g. mmcls's ``BasicBlock``, ``Bottleneck``,
+            ``InvertedResidual``; see :func:`block_types_of`).
         modules (dict, optional): Named modules in which to look up block
             classes (see :func:`owner_modules`). Defaults to ``gm``'s.
 
@@ -86,6 +88,8 @@ def find_units(gm: fx.GraphModule,
         raise ValueError(f"granularity must be 'layer' or 'block', got "
                          f'{granularity!r}')
     modules = {**dict(gm.named_modules()), **(modules or {})}
+    if block_types is None:
+        block_types = block_types_of(modules.values())
     order = {node: i for i, node in enumerate(gm.graph.nodes)}
     units: Dict[str, List[fx.Node]] = {}
     for node in weighted_nodes(gm):

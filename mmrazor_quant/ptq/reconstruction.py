@@ -51,8 +51,7 @@ from mmrazor_quant.models.fake_quants.qdrop import drop_quantization
 from mmrazor_quant.models.qat_modules import is_qat_module
 from mmrazor_quant.models.utils import tensor_graph_module
 from mmrazor_quant.registry import TASK_UTILS
-from .graph_utils import (DEFAULT_BLOCK_TYPES, capture, extract_unit,
-                          find_units, owner_modules)
+from .graph_utils import capture, extract_unit, find_units, owner_modules
 
 __all__ = ['adaround', 'brecq', 'qdrop', 'reconstruct', 'sample_inputs',
            'bake_rounding']
@@ -207,7 +206,7 @@ def reconstruct(model: nn.Module,
                 beta_range: Tuple[float, float] = (20.0, 2.0),
                 warmup: float = 0.2,
                 seed: int = 0,
-                block_types: Sequence[str] = DEFAULT_BLOCK_TYPES,
+                block_types: Optional[Sequence[str]] = None,
                 method: str = 'reconstruct') -> List[str]:
     """Learn the rounding of every QAT conv/linear unit by unit (see the
     module docstring) and bake it into the weights.
@@ -232,8 +231,9 @@ def reconstruct(model: nn.Module,
             to 0.2.
         seed (int): Seed of the sample draw, the batches and the drop masks.
             Defaults to 0.
-        block_types (Sequence[str]): Class names of the blocks. Defaults to
-            :data:`DEFAULT_BLOCK_TYPES`.
+        block_types (Sequence[str], optional): Class names of the blocks.
+            Defaults to None: those of the model's codebase adapters (see
+            :func:`~mmrazor_quant.models.codebases.block_types_of`).
         method (str): Name used in the log. Defaults to 'reconstruct'.
 
     Returns:

@@ -1,13 +1,16 @@
-"""The mmcls model zoo (issue 13): each family's own config, random
-weights, small input: quantize (OpenVINO W8A8), predict, one QAT step,
-QDQ export and onnxruntime parity."""
+"""The mmcls model zoo: each family's own config, random weights, small
+input, wrapped in MMRazor's schema without ``input_shape`` (the tracer takes
+the shape from the config when the model needs one): quantize (OpenVINO
+W8A8), predict, one QAT step, QDQ export and onnxruntime parity."""
 import math
 import os
 
 import pytest
 from mmengine.config import Config
+from mmengine.hub import get_config
 
-from mmrazor_quant.analysis.model_check import check_model
+from mmrazor_quant.analysis.model_check import check_model, w8a8_model_cfg
+from mmrazor_quant.utils.data_pipeline import add_test_pipeline
 from ..int8_host import int8_weight_bits
 
 FAMILIES = Config.fromfile('configs/model_zoo/mmcls_families.py').families
@@ -23,12 +26,32 @@ def _selected(name: str):
         name, marks=pytest.mark.skip(reason=f'MMRAZOR_QUANT_ZOO={picked}'))
 
 
+def mmrazor_config(family: dict, weight_bits: int) -> Config:
+    """The family's mmcls config as a user at ``family['size']`` pixels
+    runs it: the family's model overrides, the test pipeline cropping to
+    that size, and the model wrapped in MMRazor's schema (no
+    ``input_shape``), then completed as the tools complete it."""
+    cfg = get_config(family['config'])
+    if family.get('model'):
+        cfg.merge_from_dict(dict(model=family['model']))
+    size = family['size']
+    for transform in cfg.test_dataloader.dataset.pipeline:
+        if 'crop_size' in transform:
+            transform['crop_size'] = size
+        if transform['type'] == 'ResizeEdge':
+            transform['scale'] = size
+    cfg.model = w8a8_model_cfg(cfg.model, 'openvino',
+                               weight_bits=weight_bits)
+    return add_test_pipeline(cfg)
+
+
 @pytest.mark.parametrize('name', [_selected(n) for n in sorted(FAMILIES)])
 def test_family_quantizes_trains_and_deploys(name):
     family = FAMILIES[name]
-    report = check_model(family['config'], 'openvino', family['size'],
-                         family.get('model'), num_samples=4,
-                         calib_batches=1, weight_bits=int8_weight_bits())
+    cfg = mmrazor_config(family, int8_weight_bits())
+    assert 'input_shape' not in cfg.model
+    report = check_model(cfg, 'openvino', family['size'], num_samples=4,
+                         calib_batches=1)
     print(name, report.to_dict())
     assert report.passed, report.stages
     assert report.num_fake_quants > 0

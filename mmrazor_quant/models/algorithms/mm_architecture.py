@@ -8,8 +8,10 @@ from mmengine.structures import BaseDataElement
 from torch import fx, nn
 
 from mmrazor_quant.backends import get_backend
-from mmrazor_quant.registry import MODEL_WRAPPERS, MODELS, build_in_scope
+from mmrazor_quant.registry import (CODEBASES, MODEL_WRAPPERS, MODELS,
+                                    build_in_scope)
 from mmrazor_quant.structures import DeployConfig
+from ..codebases import codebases_of
 from ..quantizers.base import BaseQuantizer, build_graph_module
 from ..task_modules.tracer.custom_tracer import check_input_shape
 from .mmrazor_api import MMArchitectureQuantAPIMixin, note_input_shapes
@@ -26,9 +28,10 @@ class MMArchitectureQuant(MMArchitectureQuantAPIMixin, BaseModel):
     """Wrap a float mmengine model and quantize its forward modes.
 
     Building it loads ``float_checkpoint`` into the architecture, then the
-    quantizer traces ``forward_modes`` symbolically (no example input, so no
-    shape is assumed), fuses Conv+BN into QAT modules and inserts fake
-    quants. This happens in the constructor, not in a later hook, because
+    quantizer traces ``forward_modes`` symbolically (a model that reads its
+    shapes at the ``input_shape`` given, or else at the one its codebase
+    adapter derives from the config), fuses Conv+BN into QAT modules and
+    inserts fake quants. This happens in the constructor, not in a later hook, because
     mmengine's Runner wraps the model in DDP, builds the optimizer and loads
     checkpoints right after building it: the fake quants' parameters and
     buffers must exist by then. Nothing runs on data here; calibration is
@@ -57,7 +60,16 @@ class MMArchitectureQuant(MMArchitectureQuantAPIMixin, BaseModel):
             without the batch dimension (e.g. ``(3, 64, 64)``), taken from
             the data or config; the tracer then evaluates an example batch
             so models that read shapes trace (see ``CustomTracer``).
-            Defaults to None.
+            Defaults to None: models that read shapes are traced at the
+            shape the architecture's codebase adapter derives from
+            ``test_pipeline``, the backbone's ``img_size`` or the task's
+            default size (see ``BaseCodebase.input_shape``).
+        test_pipeline (Sequence[dict], optional): The config's test
+            pipeline (``test_dataloader.dataset.pipeline``), whose crop or
+            resize gives the input size when ``input_shape`` is not given.
+            The tools fill it in from the config (``add_test_pipeline``), as
+            the model config alone does not hold the data. Defaults to
+            None.
         init_cfg (dict, optional): Defaults to None.
         input_shapes (Sequence[int], optional): MMRazor's shape of a dummy
             forward at build time; not used (one log line says so).
@@ -88,6 +100,7 @@ class MMArchitectureQuant(MMArchitectureQuantAPIMixin, BaseModel):
                  float_checkpoint: Optional[str] = None,
                  deploy_cfg: Optional[dict] = None,
                  input_shape: Optional[Sequence[int]] = None,
+                 test_pipeline: Optional[Sequence[dict]] = None,
                  init_cfg: Optional[dict] = None,
                  input_shapes: Optional[Sequence[int]] = None) -> None:
         note_input_shapes(input_shapes)
@@ -122,6 +135,9 @@ class MMArchitectureQuant(MMArchitectureQuantAPIMixin, BaseModel):
         self.deploy_cfg: Optional[DeployConfig] = parsed_deploy_cfg
         if input_shape is not None:
             _set_tracer_input_shape(self.quantizer.tracer, input_shape)
+        if test_pipeline is not None and \
+                hasattr(self.quantizer.tracer, 'test_pipeline'):
+            self.quantizer.tracer.test_pipeline = list(test_pipeline)
         qmodels = self.quantizer.prepare(self.architecture,
                                          self.forward_modes)
         # Kept out of the module tree on purpose: they reference the
@@ -171,28 +187,41 @@ class MMArchitectureQuant(MMArchitectureQuantAPIMixin, BaseModel):
         return build_deploy_model(self)
 
 
-# OpenMMLab task packages whose data preprocessors pack task-specific
-# samples: one of them does not fit another's model.
-_TASK_PACKAGES = ('mmcls', 'mmpretrain', 'mmdet', 'mmseg', 'mmpose')
-
-
 def _check_preprocessor_fits(preprocessor: nn.Module,
                              architecture: nn.Module) -> None:
-    """Raise if ``model.data_preprocessor`` is another task's preprocessor
-    than the architecture's own (e.g. mmcls's for an mmdet detector, which
-    would batch images without padding or box rescaling)."""
+    """Raise if ``model.data_preprocessor`` is another codebase's
+    preprocessor than the architecture's own (e.g. mmcls's for an mmdet
+    detector, which would batch images without padding or box rescaling).
+
+    Codebases are told apart by their adapters; a generic (mmengine)
+    preprocessor, or one of a codebase the architecture's builds on (mmdet's
+    for an mmyolo detector), fits.
+    """
     own = getattr(architecture, 'data_preprocessor', None)
     if own is None or isinstance(preprocessor, type(own)):
         return
+    if _same_codebase(preprocessor, own):
+        return
     given_pkg = type(preprocessor).__module__.split('.')[0]
     own_pkg = type(own).__module__.split('.')[0]
-    if given_pkg != own_pkg and {given_pkg, own_pkg} <= set(_TASK_PACKAGES):
-        raise ValueError(
-            f'model.data_preprocessor: {type(preprocessor).__name__} '
-            f'({given_pkg}) does not fit the architecture '
-            f'{type(architecture).__name__} ({own_pkg}), whose own data '
-            f"preprocessor is {type(own).__name__}; use type='{own_pkg}."
-            f"{type(own).__name__}'")
+    raise ValueError(
+        f'model.data_preprocessor: {type(preprocessor).__name__} '
+        f'({given_pkg}) does not fit the architecture '
+        f'{type(architecture).__name__} ({own_pkg}), whose own data '
+        f"preprocessor is {type(own).__name__}; use type='{own_pkg}."
+        f"{type(own).__name__}'")
+
+
+def _same_codebase(given: nn.Module, own: nn.Module) -> bool:
+    """Whether ``given`` may stand in for ``own``: either is generic (no
+    codebase, or mmengine's), or the codebase of one is among those of the
+    other (mmdet's preprocessor for an mmyolo detector)."""
+    given_cbs = [type(c) for c in codebases_of(given)]
+    own_cbs = [type(c) for c in codebases_of(own)]
+    generic = CODEBASES.get('MMEngineCodebase')
+    return (not given_cbs or not own_cbs
+            or generic in (given_cbs[0], own_cbs[0])
+            or given_cbs[0] in own_cbs or own_cbs[0] in given_cbs)
 
 
 def _check_deploy_backend(deploy_cfg: Optional[DeployConfig],

@@ -7,16 +7,17 @@ from typing import (Any, Callable, Dict, FrozenSet, Iterator, List, Optional,
                     Sequence, Tuple, Union)
 
 import torch
+from mmengine.logging import print_log
 from torch import nn
 from torch.fx import Graph, GraphModule, Node, Proxy, Tracer
 from torch.fx.proxy import TraceError as FxTraceError
 
 from mmrazor_quant.registry import TASK_UTILS
+from ...codebases import BaseCodebase, codebases_of
 from .example_values import (EXAMPLE_BATCH_SIZE, UNKNOWN, Unknown,
                              ValueProxy, evaluate_node, patched_factories,
                              preserved_state, shadowed_builtins)
 from .layer_types import plain_layer_type
-from .mmdet_rewrites import mmdet_rewrites
 from .path_utils import resolve_dotted_path, resolve_method
 from .shape_guards import CONVERSIONS, check_shape_guard, decision_site
 from .trace_error import TraceError, format_failure, locate_failure
@@ -52,6 +53,19 @@ class CustomTracer(Tracer):
       and modules whose class sets ``is_fx_leaf = True`` (observers, fake
       quants, QAT modules).
 
+    What is specific to a codebase comes from the adapters of the traced
+    model (:func:`~mmrazor_quant.models.codebases.codebases_of`): the trace
+    runs inside each adapter's ``tracer_rewrites()`` (mmdet's detectors
+    loop over data samples in methods it rewrites), and each adapter's
+    ``skipped_methods`` are skipped too.
+
+    Without ``input_shape`` a model is traced symbolically. If that fails,
+    it is traced again at the shape its codebase adapter derives (the test
+    pipeline's crop or resize, the backbone's ``img_size``, the task's
+    default size; see :meth:`BaseCodebase.input_shape`), so models that read
+    their shapes trace from their config as written; the shape used and its
+    source are logged. A given ``input_shape`` is always used.
+
     Nodes keep ``node.meta['nn_module_stack']``, the modules whose code
     produced them, outermost first.
 
@@ -80,7 +94,11 @@ class CustomTracer(Tracer):
             while tracing, so shape reads, asserts and shape arithmetic
             trace; decisions on shapes become run-time guards that raise
             :class:`ShapeGuardError`. Defaults to None (plain symbolic
-            tracing).
+            tracing, then the derived shape if that fails).
+        test_pipeline (Sequence[dict], optional): The config's test
+            pipeline, from which the codebase adapter reads the input size
+            when the model needs one and ``input_shape`` is not given
+            (``MMArchitectureQuant`` passes it on). Defaults to None.
 
     Raises:
         ValueError: If an entry of ``skipped_methods`` or a dotted entry of
@@ -96,7 +114,8 @@ class CustomTracer(Tracer):
         skipped_methods: Sequence[str] = (),
         skipped_module_names: Sequence[str] = (),
         skipped_module_classes: Sequence[Union[str, type]] = (),
-        input_shape: Optional[Sequence[int]] = None
+        input_shape: Optional[Sequence[int]] = None,
+        test_pipeline: Optional[Sequence[dict]] = None
     ) -> None:
         super().__init__()
         self.skipped_methods = list(skipped_methods)
@@ -110,6 +129,7 @@ class CustomTracer(Tracer):
             self.skipped_module_classes)
         self._leaf_class_names = leaf_class_names | DEFAULT_LEAF_CLASS_NAMES
         self.input_shape = check_input_shape(input_shape)
+        self.test_pipeline = test_pipeline
         # Example values of the nodes of the trace under way; None when
         # not tracking.
         self._values: Optional[Dict[Node, Any]] = None
@@ -306,6 +326,34 @@ class CustomTracer(Tracer):
                concrete_args: Optional[Dict[str, Any]], what: str) -> Graph:
         if isinstance(root, nn.Module):
             self._check_leaf_names(root)
+        codebases = codebases_of(root) if isinstance(root, nn.Module) \
+            else []
+        try:
+            return self._trace_once(root, concrete_args, what, codebases)
+        except TraceError:
+            if self.input_shape is not None or not codebases:
+                raise
+            shape, source = codebases[0].input_shape(root,
+                                                     self.test_pipeline)
+            if shape is None:
+                raise
+        print_log(
+            f'CustomTracer: {what} does not trace symbolically; tracing it '
+            f'at input_shape={shape}, from {source} (set input_shape to '
+            'trace at another)', logger='current')
+        self.input_shape = shape
+        try:
+            return self._trace_once(root, concrete_args, what, codebases)
+        except TraceError as e:
+            raise TraceError(
+                f'{e}\n(traced at input_shape={shape}, from {source}; set '
+                'input_shape if the data has another shape)') from e.__cause__
+        finally:
+            self.input_shape = None
+
+    def _trace_once(self, root: Union[nn.Module, Callable[..., Any]],
+                    concrete_args: Optional[Dict[str, Any]], what: str,
+                    codebases: Sequence[BaseCodebase]) -> Graph:
         # fx sets these once per tracer; reset them so that the
         # ``nn_module_stack`` keys of one trace do not depend on earlier
         # (or failed) traces.
@@ -313,10 +361,13 @@ class CustomTracer(Tracer):
         self.num_calls = {}
         self._failed_module = None
         try:
-            # Skips apply inside the rewrites, so a skip of a rewritten
-            # method wins.
-            with mmdet_rewrites(), self._skipping_methods(), \
-                    self._tracking_examples(root):
+            with contextlib.ExitStack() as stack:
+                for codebase in codebases:
+                    stack.enter_context(codebase.tracer_rewrites())
+                # Skips apply inside the rewrites, so a skip of a rewritten
+                # method wins.
+                stack.enter_context(self._skipping_methods(codebases))
+                stack.enter_context(self._tracking_examples(root))
                 return super().trace(root, concrete_args)
         except TraceError:
             raise
@@ -343,14 +394,21 @@ class CustomTracer(Tracer):
 
     # -- skipped methods --------------------------------------------------
     @contextlib.contextmanager
-    def _skipping_methods(self) -> Iterator[None]:
-        """Replace each skipped method (and each one registered with
+    def _skipping_methods(
+            self, codebases: Sequence[BaseCodebase] = ()) -> Iterator[None]:
+        """Replace each skipped method (the config's, the codebase
+        adapters' defaults, and each one registered with
         ``UntracedMethodRegistry``) on its class for the trace only."""
+        from .fx.custom_tracer import UntracedMethodRegistry
+        defaults = [
+            _resolve_method_entry(e) for c in codebases
+            for e in c.skipped_methods
+        ]
         saved: List[Tuple[type, str, Any]] = []
         try:
-            from .fx.custom_tracer import UntracedMethodRegistry
-            for owner, name in (self._methods +
-                                UntracedMethodRegistry.registered()):
+            for owner, name in dict.fromkeys(
+                    self._methods + defaults +
+                    list(UntracedMethodRegistry.registered())):
                 original = owner.__dict__.get(name, _MISSING)
                 saved.append((owner, name, original))
                 setattr(owner, name,
