@@ -1,5 +1,5 @@
-"""List every registered backend, quantizer, observer, fake quant, loop and
-exporter.
+"""List every registered backend, codebase adapter, quantizer, observer, fake
+quant, loop, exporter and deploy head.
 
     python tools/list_modules.py [--import PACKAGE ...]
 
@@ -12,6 +12,8 @@ import inspect
 from typing import Dict, List, Tuple
 
 from mmrazor_quant.registry import (
+    CODEBASES,
+    DEPLOY_HEADS,
     EXPORTERS,
     LOOPS,
     MODELS,
@@ -31,13 +33,18 @@ def collect() -> Dict[str, List[Tuple[str, str]]]:
     from mmrazor_quant.models.fake_quants import BaseFakeQuantize
     from mmrazor_quant.models.observers import BaseObserver
     from mmrazor_quant.models.quantizers import BaseQuantizer
-    groups = {'backends': [], 'quantizers': [], 'observers': [],
-              'fake quants': [], 'loops': [], 'exporters': []}
+    groups = {'backends': [], 'codebases': [], 'quantizers': [],
+              'observers': [], 'fake quants': [], 'loops': [],
+              'exporters': [], 'deploy heads': []}
     for name, backend in sorted(all_backends().items()):
         groups['backends'].append(
             (name, f'[quantizer={backend.quantizer}, exporter='
              f'{backend.exporter}, runtime={backend.runtime}] '
              f'{first_line(type(backend))}'))
+    for name, cls in sorted(CODEBASES.module_dict.items()):
+        groups['codebases'].append(
+            (name, f'[packages={",".join(cls.packages) or "*"}, task='
+             f'{cls.task}] {first_line(cls)}'))
     kinds = (('quantizers', BaseQuantizer), ('observers', BaseObserver),
              ('fake quants', BaseFakeQuantize))
     for name, cls in sorted(MODELS.module_dict.items()):
@@ -47,7 +54,8 @@ def collect() -> Dict[str, List[Tuple[str, str]]]:
                 if group == 'quantizers':
                     desc = f'[backend={cls.backend}] {desc}'
                 groups[group].append((name, desc))
-    for group, registry in (('loops', LOOPS), ('exporters', EXPORTERS)):
+    for group, registry in (('loops', LOOPS), ('exporters', EXPORTERS),
+                            ('deploy heads', DEPLOY_HEADS)):
         for name, cls in sorted(registry.module_dict.items()):
             groups[group].append((name, first_line(cls)))
     return groups

@@ -23,8 +23,15 @@ def test_list_modules_prints_known_names_grouped():
         else:
             name, _, desc = line.strip().partition('  ')
             sections[current][name] = desc.strip()
-    assert list(sections) == ['backends', 'quantizers', 'observers',
-                              'fake quants', 'loops', 'exporters']
+    assert list(sections) == ['backends', 'codebases', 'quantizers',
+                              'observers', 'fake quants', 'loops',
+                              'exporters', 'deploy heads']
+    assert {'MMClsCodebase', 'MMDetCodebase',
+            'MMEngineCodebase'} <= set(sections['codebases'])
+    assert sections['codebases']['MMDetCodebase'].startswith(
+        '[packages=mmdet, task=detection]')
+    assert {'classification', 'detection', 'tensor'} <= set(
+        sections['deploy heads'])
     assert set(sections['backends']) == {'academic', 'native', 'onnxruntime',
                                          'openvino', 'tensorrt', 'toy_npu'}
     assert sections['backends']['toy_npu'].startswith(
