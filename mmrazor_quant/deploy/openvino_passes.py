@@ -14,7 +14,10 @@ away from the simulation, and the error grows through the network.
 ``DequantizeLinear`` and the ``Add``, with ``low`` the smallest value the
 ``DequantizeLinear`` can produce. It changes no value, but the
 ``FakeQuantize`` is then no longer the post-op right before the sum and the
-plugin rounds it.
+plugin rounds it. An ``Add`` with a float input straight from a conv/linear
+(``OpenVINOQuantizer``'s placement) needs no guard: the plugin fuses it into
+that conv, whose other operands were rounded by their own producers, and a
+guard would only keep the add out of the conv.
 
 A second case: a conv output ``x`` that feeds a ``QuantizeLinear`` *and* a
 float consumer (an FPN's lateral conv, quantized for its 3x3 output conv and
