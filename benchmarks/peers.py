@@ -281,7 +281,8 @@ def top1(infer: Infer, images: torch.Tensor, labels: np.ndarray) -> float:
 
 def latencies(contenders: List[Contender], shape, batch: int,
               repeats: int, warmup: int = 5) -> None:
-    """Median ms per call, contenders interleaved round-robin."""
+    """Median ms per call, contenders interleaved round-robin in an order
+    rotated every round."""
     x = np.random.default_rng(0).standard_normal(
         (batch, *shape)).astype(np.float32)
     live = [c for c in contenders if c.infer is not None]
@@ -290,8 +291,11 @@ def latencies(contenders: List[Contender], shape, batch: int,
     for _ in range(warmup):
         for c in live:
             c.infer(x)
-    for _ in range(repeats):
-        for c in live:
+    for round_ in range(repeats):
+        # rotate the order: no contender always runs right after the one
+        # that evicted the caches (the fp32 model's weights)
+        shift = round_ % len(live)
+        for c in live[shift:] + live[:shift]:
             start, start_cpu = time.perf_counter(), time.process_time()
             c.infer(x)
             times[c.name].append(time.perf_counter() - start)
