@@ -90,4 +90,7 @@ class QuantRules:
             rows.append(f'| {kind} | output{fold} |')
         for kind in sorted(self.share_input_qparams):
             rows.append(f'| {kind} | output, with its input\'s qparams |')
+        for kind in sorted(self.quantize_before):
+            rows.append(f'| {kind} | its input, for consumers that quantize '
+                        'its output |')
         return '\n'.join(rows)
