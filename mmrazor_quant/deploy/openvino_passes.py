@@ -14,7 +14,10 @@ away from the simulation, and the error grows through the network.
 ``DequantizeLinear`` and the ``Add``, with ``low`` the smallest value the
 ``DequantizeLinear`` can produce. It changes no value, but the
 ``FakeQuantize`` is then no longer the post-op right before the sum and the
-plugin rounds it.
+plugin rounds it. An ``Add`` with a float input straight from a conv/linear
+(``OpenVINOQuantizer``'s placement) needs no guard: the plugin fuses it into
+that conv, whose other operands were rounded by their own producers, and a
+guard would only keep the add out of the conv.
 
 A second case: a conv output ``x`` that feeds a ``QuantizeLinear`` *and* a
 float consumer (an FPN's lateral conv, quantized for its 3x3 output conv and
@@ -96,6 +99,18 @@ def _dq_lower_bound(dq: onnx.NodeProto, quantize: onnx.NodeProto,
     return float((type_min - zp) * float(scale))
 
 
+def _has_float_sum_operand(add: onnx.NodeProto,
+                           producers: Dict[str, onnx.NodeProto],
+                           values: Dict[str, np.ndarray]) -> bool:
+    """Whether an input of ``add`` is the float output of a fusing op: the
+    plugin fuses the add into that op, whose other operands are then
+    rounded by their own producers, so no input needs a guard."""
+    return any(
+        producers.get(name) is not None
+        and producers[name].op_type != 'DequantizeLinear'
+        and _fused_producer(name, producers, values) for name in add.input)
+
+
 def _guarded_inputs(graph: onnx.GraphProto
                     ) -> List[Tuple[int, int, float]]:
     """``(position of the add, input index, lower bound)`` of every per-tensor DQ that feeds
@@ -104,7 +119,8 @@ def _guarded_inputs(graph: onnx.GraphProto
     values = onnx_constants(graph)
     found = []
     for position, node in enumerate(graph.node):
-        if node.op_type != 'Add':
+        if node.op_type != 'Add' or _has_float_sum_operand(
+                node, producers, values):
             continue
         for index, name in enumerate(node.input):
             dq = producers.get(name)

@@ -16,11 +16,12 @@ from mmrazor_quant.registry import MODELS, register_all_modules
 CONFIG = 'configs/quantization/ptq/ptq_openvino_vit_mnist.py'
 #: Per encoder layer, the inputs OpenVINO runs in int8 with NNCF's
 #: transformer placement: qkv linear (LayerNorm 1 output), Q and K^T of the
-#: score matmul, the output projection, fc1 (LayerNorm 2 output) and fc2
-#: (GELU output). attn @ V, softmax, the residual adds and LayerNorm stay
-#: float.
-PER_LAYER = ('ln1', 'attn_getitem_3', 'attn_transpose', 'attn_reshape_1',
-             'ln2', 'ffn_layers_0_2')
+#: score matmul (one fake quant on the permuted qkv tensor before the
+#: split), the output projection (attn @ V's output, before the transpose
+#: and reshape), fc1 (LayerNorm 2 output) and fc2 (GELU output, before the
+#: dropout). attn @ V, softmax, the residual adds and LayerNorm stay float.
+PER_LAYER = ('ln1', 'attn_permute', 'attn_matmul_1', 'ln2',
+             'ffn_layers_0_1')
 
 
 def _build():

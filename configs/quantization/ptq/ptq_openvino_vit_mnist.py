@@ -24,8 +24,10 @@ global_qconfig = dict(
     a_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
     w_qscheme=dict(
         qdtype='qint8', bit=8, is_symmetry=True, is_symmetric_range=True),
-    # token features are signed: asymmetric unsigned activations
-    a_qscheme=dict(qdtype='quint8', bit=8, is_symmetry=False),
+    # token features are signed: signed symmetric activations, which
+    # OpenVINO's Q @ K^T takes in int8 (asymmetric ones would run the
+    # score matmul, softmax and attn @ V in float)
+    a_qscheme=dict(qdtype='qint8', bit=8, is_symmetry=True),
 )
 
 model = dict(

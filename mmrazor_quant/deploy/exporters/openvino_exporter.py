@@ -15,10 +15,13 @@ class OpenVINOExporter(BaseExporter):
     """QDQ ONNX for OpenVINO, which reads each Q/DQ pair as a FakeQuantize
     and runs the ops whose inputs carry one in int8.
 
-    The written model has a value-preserving ``Max`` before each residual
-    ``Add`` input that quantizes a conv/linear output (see
-    :func:`guard_fused_sum_inputs`): without it the CPU plugin fuses the
-    ``Add`` as a sum post-op and skips the rounding of that input's
+    ``OpenVINOQuantizer`` leaves float the conv output a residual ``Add``
+    is fused into, so the plugin runs conv, sum, ReLU and the next
+    quantization as one int8 kernel, exactly as simulated. Where every input
+    of such an ``Add`` quantizes a conv/linear output (other placements),
+    the written model has a value-preserving ``Max`` before those inputs
+    (see :func:`guard_fused_sum_inputs`): without it the CPU plugin fuses
+    the ``Add`` as a sum post-op and skips the rounding of that input's
     ``FakeQuantize``, drifting from the simulation (97.5 % top-1, 31 dB on
     MNIST; 100 %, 52 dB with it). It has the same ``Max`` before each
     ``QuantizeLinear`` on a conv output that a float consumer reads too (an

@@ -21,12 +21,21 @@ class OpenVINOQuantizer(BaseQuantizer):
       ReLU is fused into the producing conv);
     * both inputs of matmul (attention's ``Q @ K^T``) and, with
       ``model_type='cnn'``, of attention's ``attn @ V``;
-    * with ``model_type='cnn'``: both inputs of eltwise add and mul, and
-      the input of average pooling;
+    * with ``model_type='cnn'``: both inputs of eltwise mul, the input of
+      average pooling, and the inputs of a residual add except the output
+      of the conv/linear that only the add reads: the plugin fuses the add
+      into that conv as a sum post-op (one int8 kernel), which adds its
+      float output; a fake quant there would keep its clamp but lose its
+      rounding;
     * LayerNorm, GELU and softmax run in float; max pooling, ReLU, concat
       and shape ops (reshape, permute, roll, slicing) are
-      quantization-agnostic: the next quantized consumer quantizes their
-      output.
+      quantization-agnostic;
+    * a fake quant goes before max pooling and shape ops when nothing else
+      reads their input (values are the same: both commute with a
+      per-tensor grid), so they run in u8 and the fake quant fuses into the
+      producer (a global pooling's reduce, the stem's conv); before the
+      split of attention's qkv tensor, q and k (and v where quantized)
+      share one fake quant and the gathers run in int8, as NNCF places it.
 
     ``model_type='transformer'`` follows NNCF's ``ModelType.TRANSFORMER``:
     residual adds, multiplies and average pooling stay float, and so does
@@ -53,17 +62,19 @@ class OpenVINOQuantizer(BaseQuantizer):
             OpKind.LINEAR: InputSelector.FIRST,
             OpKind.MATMUL: InputSelector.ALL,
             OpKind.ATTN_MATMUL: InputSelector.ALL,
-            OpKind.ADD: InputSelector.ALL,
+            OpKind.ADD: InputSelector.SUM,
             OpKind.MUL: InputSelector.ALL,
             OpKind.AVGPOOL: InputSelector.FIRST,
-        })
+        },
+        quantize_before=frozenset({OpKind.MAXPOOL, OpKind.SHAPE}))
     #: The placement of NNCF's ``ModelType.TRANSFORMER``.
     transformer_rules = QuantRules(
         quantized_inputs={
             OpKind.CONV: InputSelector.FIRST,
             OpKind.LINEAR: InputSelector.FIRST,
             OpKind.MATMUL: InputSelector.ALL,
-        })
+        },
+        quantize_before=frozenset({OpKind.MAXPOOL, OpKind.SHAPE}))
     scheme = BackendSpec(
         supported_bits=UP_TO_8_BITS,
         weight=TensorSpec(qdtypes=('qint8', ), symmetric=True),

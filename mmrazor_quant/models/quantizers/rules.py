@@ -16,6 +16,11 @@ class InputSelector:
     #: inputs of an add that do not come straight from a conv/linear; if all
     #: do, every input but the first (TensorRT fuses one conv into the add)
     RESIDUAL = 'residual'
+    #: inputs of an add other than the output of a conv/linear that only
+    #: the add reads (seen through identity modules), which stays float:
+    #: OpenVINO fuses the add into that conv as a sum post-op, where a fake
+    #: quant would lose its rounding; of several such convs, the first
+    SUM = 'sum'
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,12 @@ class QuantRules:
             the grid of a quantized input, so a second fake quant after them
             is redundant and removed. Defaults to max pooling, shape ops and
             ReLU-like activations.
+        quantize_before (FrozenSet[str]): Op kinds a quantized input's fake
+            quant moves above, onto their input, when nothing else reads
+            that input and every reader of their output quantizes it: the
+            op then runs on the quantized tensor (max pooling and reshapes
+            commute with a per-tensor grid, so the values are the same).
+            Defaults to empty.
     """
     quantized_inputs: Mapping[str, str] = field(default_factory=dict)
     quantized_outputs: FrozenSet[str] = frozenset()
@@ -57,10 +68,11 @@ class QuantRules:
     quantize_model_input: bool = False
     grid_preserving: FrozenSet[str] = frozenset(
         {OpKind.MAXPOOL, OpKind.SHAPE, OpKind.ACTIVATION})
+    quantize_before: FrozenSet[str] = frozenset()
 
     def __post_init__(self) -> None:
         allowed = {InputSelector.FIRST, InputSelector.ALL,
-                   InputSelector.RESIDUAL}
+                   InputSelector.RESIDUAL, InputSelector.SUM}
         for kind, selector in self.quantized_inputs.items():
             if selector not in allowed:
                 raise ValueError(f'quantized_inputs[{kind!r}] must be one of '
@@ -78,4 +90,7 @@ class QuantRules:
             rows.append(f'| {kind} | output{fold} |')
         for kind in sorted(self.share_input_qparams):
             rows.append(f'| {kind} | output, with its input\'s qparams |')
+        for kind in sorted(self.quantize_before):
+            rows.append(f'| {kind} | its input, for consumers that quantize '
+                        'its output |')
         return '\n'.join(rows)

@@ -51,19 +51,28 @@ EXPECTED = {
         'add_2@mean': ['head'],  # mean keeps its input's qparams
         'head': ['output'],
     }),
-    # NNCF's default (CNN) placement: residual adds and mean quantized too
+    # NNCF's default (CNN) placement: residual adds and mean quantized too.
+    # OpenVINO's fake quants sit before shape ops: q, k and v share one on
+    # the permuted qkv tensor (the gathers then run in u8), proj's input is
+    # attn @ V's output (before transpose/reshape), head's the mean; of a
+    # residual add, the branch that is not the linear it is fused into.
     'openvino_cnn': (OpenVINOQuantizer, U8_SYM, {}, {
-        **LINEAR_INPUTS, **QK, **AV,
+        'norm1': ['qkv'], 'norm2': ['fc1'], 'act': ['fc2'], 'mean': ['head'],
+        'permute': ['getitem', 'getitem_1', 'getitem_2'],
+        'softmax': ['matmul_1'],
+        'matmul_1': ['transpose_1'],
         'inputs': ['add_1'],
-        'proj': ['add_1'],
         'add_1': ['add_2'],  # norm2 reads the float tensor
-        'fc2': ['add_2'],
         'add_2': ['mean'],
     }),
-    # NNCF's ModelType.TRANSFORMER: linear inputs and Q @ K^T only
+    # NNCF's ModelType.TRANSFORMER: linear inputs and Q @ K^T only; v reads
+    # the float qkv tensor
     'openvino_transformer': (OpenVINOQuantizer, U8_SYM,
                              dict(model_type='transformer'), {
-                                 **LINEAR_INPUTS, **QK}),
+                                 'norm1': ['qkv'], 'norm2': ['fc1'],
+                                 'act': ['fc2'], 'mean': ['head'],
+                                 'permute': ['getitem', 'getitem_1'],
+                                 'matmul_1': ['transpose_1']}),
     # both attention matmuls; of a residual add the branch not coming from a
     # linear; mean's input (TensorRT's average pooling)
     'tensorrt': (TensorRTQuantizer, W8_SIGNED, {}, {

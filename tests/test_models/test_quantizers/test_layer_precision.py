@@ -27,9 +27,9 @@ def test_module_name_float_and_bits_override_global():
     assert model.conv4.weight_fake_quant.qscheme.bit == 4
     table = fake_quant_consumers(gm.graph)
     # conv3/conv4 read the pooled tensor through a 4-bit fake quant of its
-    # own, the add still through the 8-bit ones
-    assert table['pool_module_name_re_conv_34_'] == ['conv3', 'conv4']
-    fq = model.act_fake_quants['pool_module_name_re_conv_34_']
+    # own (before the max pooling), the add still through the 8-bit ones
+    assert table['relu2_module_name_re_conv_34_'] == ['pool']
+    fq = model.act_fake_quants['relu2_module_name_re_conv_34_']
     assert fq.qscheme.bit == 4 and fq.qscheme.is_symmetry
     assert 'conv2' not in table['conv1']  # conv2's input stays float
     assert table['conv1'] == ['add']

@@ -45,11 +45,12 @@ EXPECTED = {
     }),
     OpenVINOQuantizer: (dict(UNSIGNED, is_symmetry=True), {
         'inputs': ['conv1'],
+        # add: conv2's output stays float (the add is conv2's sum post-op)
         'conv1': ['add', 'conv2'],
-        'conv2': ['add'],
-        'pool': ['conv3', 'conv4'],
+        # before max pooling and flatten, which then run in u8
+        'relu2': ['pool'],
         'cat': ['gap'],
-        'flatten': ['fc'],
+        'gap': ['flatten'],
     }),
     TensorRTQuantizer: (W8_SIGNED, {
         'inputs': ['conv1'],

@@ -65,7 +65,24 @@ def tensor_keys(graph: fx.Graph) -> Dict[fx.Node, str]:
 
 
 def _is_conv_like(node: fx.Node, modules: Dict[str, nn.Module]) -> bool:
-    return classify_node(node, modules) in (OpKind.CONV, OpKind.LINEAR)
+    # a fake quant inserted into this graph is not in ``modules``
+    return not is_fake_quant_node(node) and classify_node(node, modules) in (OpKind.CONV, OpKind.LINEAR)
+
+
+#: Modules that are the identity at inference: the export drops them.
+_IDENTITY_MODULES = (nn.Identity, nn.Dropout)
+
+
+def _sum_fusable(node: fx.Node, modules: Dict[str, nn.Module]) -> bool:
+    """Whether ``node`` is a conv/linear output, seen through identity
+    modules, that nothing but this path reads: the add can be fused into
+    that conv."""
+    while node.op == 'call_module' and isinstance(
+            modules.get(str(node.target)), _IDENTITY_MODULES) and node.args:
+        if len(node.users) != 1:
+            return False
+        node = node.args[0]
+    return len(node.users) == 1 and _is_conv_like(node, modules)
 
 
 def _tensor_args(node: fx.Node) -> List[fx.Node]:
@@ -84,6 +101,9 @@ def _select_inputs(node: fx.Node, selector: str,
         return args[:1]
     if selector == InputSelector.ALL:
         return args
+    if selector == InputSelector.SUM:
+        fused = [a for a in args if _sum_fusable(a, modules)]
+        return [a for a in args if a is not fused[0]] if fused else args
     # RESIDUAL
     residual = [a for a in args if not _is_conv_like(a, modules)]
     return residual or args[1:]
@@ -163,9 +183,50 @@ class _Inserter:
         for src in _select_inputs(node, selector, modules):
             if is_fake_quant_node(src) or src not in keys:
                 continue
-            fq = self._fake_quant_node(graph, src, keys[src], node, cache)
+            top, reader = self._hoisted(src, node, modules, keys)
+            if is_fake_quant_node(top):
+                continue
+            fq = self._fake_quant_node(graph, top, keys[top], node, cache)
             if fq is not None:
-                node.replace_input_with(src, fq)
+                reader.replace_input_with(top, fq)
+
+    def _quantizes(self, user: fx.Node, src: fx.Node,
+                   modules: Dict[str, nn.Module]) -> bool:
+        if is_fake_quant_node(user):
+            return True
+        selector = self.rules.quantized_inputs.get(
+            classify_node(user, modules))
+        return selector is not None and src in _select_inputs(
+            user, selector, modules)
+
+    def _hoisted(self, src: fx.Node, consumer: fx.Node,
+                 modules: Dict[str, nn.Module],
+                 keys: Dict[fx.Node, str]) -> Tuple[fx.Node, fx.Node]:
+        """Where the fake quant of ``consumer``'s input ``src`` goes:
+        ``(tensor, node reading it)``, above the ``quantize_before`` ops
+        that only this quantized tensor flows through, and at most up to a
+        reshaped tensor that other branches read too."""
+        top, reader = src, consumer
+        if not all(self._quantizes(u, src, modules) for u in src.users):
+            return top, reader
+        while classify_node(top, modules) in self.rules.quantize_before:
+            # the data input; the others are sizes (``x.view(n, -1)``)
+            data = top.args[0] if top.args else None
+            if is_fake_quant_node(data):
+                return data, top  # hoisted for another reader
+            if not isinstance(data, fx.Node) or data not in keys:
+                break
+            shared = len(data.users) > 1
+            if shared and classify_node(data, modules) \
+                    not in self.rules.quantize_before:
+                break
+            top, reader = data, top
+            if shared:
+                # a split (attention's q, k, v): the fake quant goes on the
+                # tensor before it, read by this branch; the others read
+                # the float tensor unless they quantize it too
+                break
+        return top, reader
 
     def _quantize_output(self, graph, node, kind, keys, modules, cache):
         rules = self.rules

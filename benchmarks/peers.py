@@ -1,0 +1,453 @@
+"""Our OpenVINO int8 models against the peers a user would pick instead.
+
+For each model, from the same fp32 weights and the same calibration
+batches:
+
+* ``fp32 f32`` / ``fp32 default``: the fp32 model in OpenVINO with
+  ``INFERENCE_PRECISION_HINT=f32`` and with the plugin's default precision
+  (bf16 on CPUs with avx512_bf16 or AMX);
+* ``ours``: ``OpenVINOQuantizer`` from the model's PTQ config, calibrated,
+  exported as QDQ ONNX (``export_model(..., 'openvino')``);
+* ``NNCF``: ``ov.convert_model`` + ``nncf.quantize`` with its defaults
+  (``ModelType.TRANSFORMER`` for the ViT);
+* ``torchao PT2E``: ``X86InductorQuantizer`` (``prepare_pt2e`` /
+  ``convert_pt2e``), lowered to the x86 oneDNN kernels; it runs in PyTorch;
+* ``PPQ``: its OpenVINO flow, where it installs.
+
+Every int8 model runs in OpenVINO at the default precision, as a user runs
+it. The ours / NNCF row gives the ratio of median wall latencies and, in
+brackets, of median CPU time per call (all threads of the process), which a
+loaded machine does not inflate by making the call wait for a core. Quantization time is from the fp32 module to a deployable model
+(calibration included); top-1 is on the 1,000 MNIST test digits (the
+ImageNet-size backbones have random weights and no data here, so only their
+latency is measured). Latencies are medians of ``--repeats`` calls,
+contenders interleaved round-robin in one process so background load hits
+them alike, with ``--threads`` inference threads. A peer that fails is a row
+with its error.
+
+Needs the peers' environment: ``make peers-env``, then
+``make peers`` (or ``.venv-peers/bin/python benchmarks/peers.py``).
+
+Usage:
+    python benchmarks/peers.py [--models resnet18 mbv2 vit resnet50 mbv2_224]
+        [--repeats 50] [--threads 2] [--calib-batches 32]
+        [--calib-batches-224 16] [--train-steps 300] [--out FILE]
+"""
+import argparse
+import copy
+import os
+import os.path as osp
+import platform
+import statistics
+import tempfile
+import time
+import traceback
+from typing import Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+import torch
+from mmengine.config import Config
+from mmengine.registry import init_default_scope
+
+REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
+PTQ = 'configs/quantization/ptq'
+#: name -> (title, PTQ config, input (C, H, W), batch sizes, transformer)
+SPECS = {
+    'resnet18': ('demo ResNet-18', f'{PTQ}/ptq_openvino_resnet18_mnist.py',
+                 (1, 28, 28), (1, 32), False),
+    # the digits as 3 channels (the config's GrayToRGB)
+    'mbv2': ('demo MobileNetV2', f'{PTQ}/ptq_openvino_mobilenetv2_mnist.py',
+             (3, 28, 28), (1, 32), False),
+    'vit': ('demo ViT', f'{PTQ}/ptq_openvino_vit_mnist.py', (1, 28, 28),
+            (1, 32), True),
+    'resnet50': ('mmcls ResNet-50',
+                 f'{PTQ}/ptq_openvino_resnet50_8xb32_in1k_calib32xb32.py',
+                 (3, 224, 224), (1, 8), False),
+    'mbv2_224': ('mmcls MobileNetV2',
+                 f'{PTQ}/ptq_openvino_mbv2_8xb32_in1k_calib32xb32.py',
+                 (3, 224, 224), (1, 8), False),
+}
+FP32 = ('fp32 f32', 'fp32 default')
+PEERS = ('ours', 'NNCF', 'torchao PT2E', 'PPQ')
+Infer = Callable[[np.ndarray], np.ndarray]
+
+
+class Contender:
+    """A model ready to run: ``infer(x) -> logits``, or the error that kept
+    it from being built."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.infer: Optional[Infer] = None
+        self.seconds: Optional[float] = None
+        self.error: Optional[str] = None
+        self.latency: Dict[int, float] = {}
+        #: CPU seconds of the whole process per call (all threads): unlike
+        #: wall time, not inflated by waiting for a core on a loaded machine
+        self.cpu: Dict[int, float] = {}
+        self.top1: Optional[float] = None
+
+
+class TensorMode(torch.nn.Module):
+    """``arch(x, mode='tensor')`` as a plain ``forward(x)``."""
+
+    def __init__(self, arch: torch.nn.Module) -> None:
+        super().__init__()
+        self.arch = arch
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.arch(x, mode='tensor')
+
+
+def ov_compile(model, threads: int, precision: Optional[str] = None):
+    """Compile for the CPU plugin: one stream, ``threads`` threads."""
+    import openvino as ov
+    config = {'INFERENCE_NUM_THREADS': threads, 'NUM_STREAMS': 1,
+              'PERFORMANCE_HINT': 'LATENCY'}
+    if precision:
+        config['INFERENCE_PRECISION_HINT'] = precision
+    compiled = ov.Core().compile_model(model, 'CPU', config)
+    request = compiled.create_infer_request()
+
+    def infer(x: np.ndarray) -> np.ndarray:
+        return np.asarray(request.infer([x])[0])
+
+    return infer
+
+
+def load_data(cfg: Config, shape: Tuple[int, ...], args,
+              data_preprocessor: torch.nn.Module):
+    """Calibration batches and ``(test images, labels)``: the config's
+    MNIST loaders through its preprocessor, or random images (no labels)
+    for the ImageNet-size configs."""
+    from mmengine.runner import Runner
+    if shape[-1] != 28:
+        gen = torch.Generator().manual_seed(0)
+        calib = [torch.randn(8, *shape, generator=gen)
+                 for _ in range(args.calib_batches_224)]
+        return calib, None
+    calib_batches = args.calib_batches
+    calib_cfg = copy.deepcopy(cfg.calibrate_dataloader)
+    calib_cfg.sampler = dict(type='DefaultSampler', shuffle=True, seed=0)
+    calib = []
+    with torch.no_grad():
+        for data in Runner.build_dataloader(calib_cfg):
+            calib.append(data_preprocessor(data, False)['inputs'].float())
+            if len(calib) == calib_batches:
+                break
+        images, labels = [], []
+        for data in Runner.build_dataloader(cfg.test_dataloader):
+            batch = data_preprocessor(data, False)
+            images.append(batch['inputs'].float())
+            labels += [int(s.gt_label.label) for s in batch['data_samples']]
+    return calib, (torch.cat(images), np.array(labels))
+
+
+def build_fp32(cfg: Config) -> torch.nn.Module:
+    """The fp32 architecture with the config's float checkpoint where it is
+    on disk (``make demo`` writes the MNIST ones), else random weights."""
+    from mmrazor_quant.registry import MODELS
+    torch.manual_seed(0)
+    arch = MODELS.build(copy.deepcopy(cfg.model.architecture)).eval()
+    ckpt = cfg.get('float_checkpoint')
+    if ckpt and osp.exists(ckpt):
+        state = torch.load(ckpt, map_location='cpu', weights_only=True)
+        arch.load_state_dict(state.get('state_dict', state))
+        arch.trained = True
+    else:
+        arch.trained = False
+    return arch
+
+
+def quick_train(arch: torch.nn.Module, cfg: Config,
+                data_preprocessor: torch.nn.Module, steps: int) -> None:
+    """``steps`` AdamW steps on the config's training loader and lr, for a
+    demo model whose fp32 checkpoint ``make demo`` has not written yet
+    (top-1 then measures a briefly trained model)."""
+    from mmengine.runner import Runner
+    optim = torch.optim.AdamW(arch.parameters(),
+                              lr=cfg.optim_wrapper.optimizer.lr)
+    arch.train()
+    done = 0
+    while done < steps:
+        for data in Runner.build_dataloader(cfg.train_dataloader):
+            batch = data_preprocessor(data, True)
+            loss = sum(v for k, v in arch(batch['inputs'].float(),
+                                          batch['data_samples'],
+                                          mode='loss').items()
+                       if 'loss' in k)
+            optim.zero_grad()
+            loss.backward()
+            optim.step()
+            done += 1
+            if done == steps:
+                break
+    arch.eval()
+
+
+def build_ours(cfg: Config, arch, calib, workdir, threads) -> Infer:
+    from mmrazor_quant.deploy import export_model
+    from mmrazor_quant.models.fake_quants import disable_observer
+    from mmrazor_quant.registry import MODELS
+    model_cfg = copy.deepcopy(cfg.model)
+    model_cfg.update(architecture=copy.deepcopy(arch), float_checkpoint=None)
+    model_cfg.pop('deploy_cfg', None)
+    model = MODELS.build(model_cfg).eval()
+    with torch.no_grad():
+        for batch in calib:
+            model(batch, mode='tensor')
+    disable_observer(model)
+    path = osp.join(workdir, 'ours.onnx')
+    export_model(model, calib[0][:2], path, 'openvino')
+    return ov_compile(path, threads)
+
+
+def build_nncf(fp32_ov, calib, transformer: bool, threads) -> Infer:
+    import nncf
+    extra = dict(model_type=nncf.ModelType.TRANSFORMER) if transformer \
+        else {}
+    quantized = nncf.quantize(
+        fp32_ov, nncf.Dataset([b.numpy() for b in calib]),
+        subset_size=len(calib), **extra)
+    return ov_compile(quantized, threads)
+
+
+def build_torchao(arch, calib, batches) -> Infer:
+    from torchao.quantization.pt2e.lowering import lower_pt2e_quantized_to_x86
+    from torchao.quantization.pt2e.quantize_pt2e import (convert_pt2e,
+                                                         prepare_pt2e)
+    from torchao.quantization.pt2e.quantizer.x86_inductor_quantizer import (
+        X86InductorQuantizer, get_default_x86_inductor_quantization_config)
+    quantizer = X86InductorQuantizer()
+    quantizer.set_global(get_default_x86_inductor_quantization_config())
+    batch = torch.export.Dim('batch', min=1, max=1024)
+    exported = torch.export.export(
+        TensorMode(copy.deepcopy(arch)).eval(), (calib[0], ),
+        dynamic_shapes=({0: batch}, ), strict=False).module()
+    prepared = prepare_pt2e(exported, quantizer)
+    with torch.no_grad():
+        for x in calib:
+            prepared(x)
+    converted = convert_pt2e(prepared)
+    # Lowering specializes on the example's shape: one module per batch
+    # size timed, the converted (reference) module for the rest.
+    lowered = {}
+    with torch.no_grad():
+        for b in batches:
+            lowered[b] = lower_pt2e_quantized_to_x86(
+                converted, (calib[0][:1].repeat(b, 1, 1, 1), ))
+
+    def infer(x: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            module = lowered.get(len(x), converted)
+            return module(torch.from_numpy(x)).numpy()
+
+    return infer
+
+
+def build_ppq(arch, calib, workdir, threads) -> Infer:
+    from ppq.api import (TargetPlatform, export_ppq_graph,
+                         quantize_torch_model)
+    graph = quantize_torch_model(
+        model=copy.deepcopy(arch).eval(), calib_dataloader=calib,
+        calib_steps=len(calib), input_shape=list(calib[0].shape),
+        collate_fn=lambda x: x, platform=TargetPlatform.OPENVINO_INT8,
+        device='cpu')
+    path = osp.join(workdir, 'ppq.onnx')
+    export_ppq_graph(graph, platform=TargetPlatform.OPENVINO_INT8,
+                     graph_save_to=path)
+    return ov_compile(path, threads)
+
+
+def timed(contender: Contender, build: Callable[[], Infer]) -> None:
+    start = time.perf_counter()
+    try:
+        contender.infer = build()
+        contender.seconds = time.perf_counter() - start
+    except Exception as e:  # a failing peer is a row, not a crash
+        traceback.print_exc()
+        contender.error = f'{type(e).__name__}: {str(e).splitlines()[0]}' \
+            if str(e) else type(e).__name__
+        contender.error = contender.error[:160]
+
+
+def top1(infer: Infer, images: torch.Tensor, labels: np.ndarray) -> float:
+    hits = 0
+    for i in range(0, len(images), 32):
+        logits = infer(images[i:i + 32].numpy())
+        hits += int((logits.argmax(1) == labels[i:i + 32]).sum())
+    return 100.0 * hits / len(labels)
+
+
+def latencies(contenders: List[Contender], shape, batch: int,
+              repeats: int, warmup: int = 5) -> None:
+    """Median ms per call, contenders interleaved round-robin in an order
+    rotated every round."""
+    x = np.random.default_rng(0).standard_normal(
+        (batch, *shape)).astype(np.float32)
+    live = [c for c in contenders if c.infer is not None]
+    times: Dict[str, List[float]] = {c.name: [] for c in live}
+    cpu: Dict[str, List[float]] = {c.name: [] for c in live}
+    for _ in range(warmup):
+        for c in live:
+            c.infer(x)
+    for round_ in range(repeats):
+        # rotate the order: no contender always runs right after the one
+        # that evicted the caches (the fp32 model's weights)
+        shift = round_ % len(live)
+        for c in live[shift:] + live[:shift]:
+            start, start_cpu = time.perf_counter(), time.process_time()
+            c.infer(x)
+            times[c.name].append(time.perf_counter() - start)
+            cpu[c.name].append(time.process_time() - start_cpu)
+    for c in live:
+        c.latency[batch] = 1e3 * statistics.median(times[c.name])
+        c.cpu[batch] = 1e3 * statistics.median(cpu[c.name])
+
+
+def run_model(key: str, args) -> Tuple[str, List[Contender], bool]:
+    import openvino as ov
+    from mmrazor_quant.registry import MODELS
+    title, config, shape, batches, transformer = SPECS[key]
+    cfg = Config.fromfile(osp.join(REPO, config))
+    init_default_scope('mmcls')
+    arch = build_fp32(cfg)
+    preprocessor = MODELS.build(cfg.model.data_preprocessor)
+    if not arch.trained and shape[-1] == 28 and args.train_steps:
+        print(f'[{key}] no fp32 checkpoint: {args.train_steps} training '
+              'steps', flush=True)
+        quick_train(arch, cfg, preprocessor, args.train_steps)
+        arch.trained = f'{args.train_steps} steps'
+    calib, test = load_data(cfg, shape, args, preprocessor)
+    contenders = {n: Contender(n) for n in FP32 + PEERS}
+    with tempfile.TemporaryDirectory() as workdir:
+        fp32_ov = ov.convert_model(
+            TensorMode(arch).eval(), example_input=calib[0][:1],
+            input=[(-1, *shape)])
+        for name, precision in zip(FP32, ('f32', None)):
+            timed(contenders[name],
+                  lambda p=precision: ov_compile(fp32_ov, args.threads, p))
+            contenders[name].seconds = None
+        skip = set(args.skip)
+        builders = {
+            'ours': lambda: build_ours(cfg, arch, calib, workdir,
+                                       args.threads),
+            'NNCF': lambda: build_nncf(fp32_ov, calib, transformer,
+                                       args.threads),
+            'torchao PT2E': lambda: build_torchao(arch, calib, batches),
+            'PPQ': lambda: build_ppq(arch, calib, workdir, args.threads),
+        }
+        for name, build in builders.items():
+            if name in skip:
+                contenders[name].error = 'skipped (--skip)'
+                continue
+            print(f'[{key}] quantizing: {name}', flush=True)
+            timed(contenders[name], build)
+        for c in contenders.values():
+            if c.infer is not None and test is not None:
+                c.top1 = top1(c.infer, *test)
+        for batch in batches:
+            print(f'[{key}] timing batch {batch}', flush=True)
+            latencies(list(contenders.values()), shape, batch, args.repeats)
+    return title, list(contenders.values()), arch.trained
+
+
+def format_rows(title: str, contenders: List[Contender], trained: bool,
+                batches: Tuple[int, ...]) -> List[str]:
+    ours = next(c for c in contenders if c.name == 'ours')
+    nncf = next(c for c in contenders if c.name == 'NNCF')
+    rows = []
+    for c in contenders:
+        if c.error:
+            rows.append(f'| {title} | {c.name} | failed: {c.error} |'
+                        + ' |' * 3)
+            continue
+        acc = f'{c.top1:.1f}' if c.top1 is not None and trained else 'n/a'
+        sec = f'{c.seconds:.1f}' if c.seconds is not None else ''
+        lat = ' | '.join(f'{c.latency[b]:.2f}' for b in batches)
+        rows.append(f'| {title} | {c.name} | {acc} | {sec} | {lat} |')
+    if ours.latency and nncf.latency:
+        ratio = ' | '.join(
+            f'**{ours.latency[b] / nncf.latency[b]:.2f}** (CPU time '
+            f'{ours.cpu[b] / nncf.cpu[b]:.2f})' for b in batches)
+        rows.append(f'| {title} | ours / NNCF | | | {ratio} |')
+    return rows
+
+
+def environment(threads: int) -> str:
+    import openvino
+    flags = set()
+    try:
+        with open('/proc/cpuinfo') as f:
+            for line in f:
+                if line.startswith('flags'):
+                    flags = {w for w in line.split()
+                             if w in ('avx512_vnni', 'avx_vnni',
+                                      'avx512_bf16', 'amx_int8')}
+                    break
+        with open('/proc/cpuinfo') as f:
+            cpu = next((line.split(':', 1)[1].strip() for line in f
+                        if line.startswith('model name')), '?')
+    except OSError:
+        cpu = platform.processor()
+    versions = [f'openvino {openvino.__version__.split("-")[0]}',
+                f'torch {torch.__version__}']
+    for module in ('nncf', 'torchao', 'ppq'):
+        try:
+            versions.append(f'{module} {__import__(module).__version__}')
+        except Exception:
+            pass
+    load = os.getloadavg()
+    return (f'{cpu}, {os.cpu_count()} cores, flags: '
+            f'{" ".join(sorted(flags)) or "none of vnni/bf16/amx"}; '
+            f'{", ".join(versions)}; {threads} inference threads; '
+            f'load average at the end {load[0]:.1f} / {load[1]:.1f} / '
+            f'{load[2]:.1f}')
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--models', nargs='+', default=list(SPECS),
+                        choices=list(SPECS))
+    parser.add_argument('--repeats', type=int, default=50)
+    parser.add_argument('--threads', type=int, default=2)
+    parser.add_argument('--calib-batches', type=int, default=32,
+                        help='calibration batches of 64 digits')
+    parser.add_argument('--calib-batches-224', type=int, default=16,
+                        help='calibration batches of 8 random images for '
+                        'the ImageNet-size models')
+    parser.add_argument('--train-steps', type=int, default=300,
+                        help='AdamW steps for a demo model without its fp32 '
+                        'checkpoint (0: keep random weights)')
+    parser.add_argument('--skip', nargs='*', default=[], choices=PEERS)
+    parser.add_argument('--out', help='also write the table to this file')
+    args = parser.parse_args()
+    os.chdir(REPO)
+    from mmrazor_quant.registry import register_all_modules
+    register_all_modules(init_default_scope=False)
+    # calibration and torchao in PyTorch get as many threads as OpenVINO:
+    # more than the cores would oversubscribe them on a loaded machine
+    torch.set_num_threads(args.threads)
+    lines = ['| model | contender | top-1 % | quantize s | '
+             'latency ms (batch 1) | latency ms (larger batch) |',
+             '|---|---|---|---|---|---|']
+    for key in args.models:
+        title, contenders, trained = run_model(key, args)
+        batches = SPECS[key][3]
+        label = f'{title} (b{"/".join(map(str, batches))})'
+        if isinstance(trained, str):
+            label += f', fp32 trained {trained} only'
+        elif not trained:
+            label += ', random fp32 weights'
+        lines += format_rows(label, contenders, trained, batches)
+        print('\n'.join(lines), flush=True)
+    table = '\n'.join(lines) + f'\n\n{environment(args.threads)}, median ' \
+        f'of {args.repeats} interleaved calls.\n'
+    print('\n' + table)
+    if args.out:
+        with open(args.out, 'w') as f:
+            f.write(table)
+
+
+if __name__ == '__main__':
+    main()
