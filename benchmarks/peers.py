@@ -17,7 +17,8 @@ batches:
 Every int8 model runs in OpenVINO at the default precision, as a user runs
 it. The ours / NNCF row gives the ratio of median wall latencies and, in
 brackets, of median CPU time per call (all threads of the process), which a
-loaded machine does not inflate by making the call wait for a core. Quantization time is from the fp32 module to a deployable model
+loaded machine does not inflate by making the call wait for a core.
+Quantization time is from the fp32 module to a deployable model
 (calibration included); top-1 is on the 1,000 MNIST test digits (the
 ImageNet-size backbones have random weights and no data here, so only their
 latency is measured). Latencies are medians of ``--repeats`` calls,
@@ -214,10 +215,14 @@ def build_nncf(fp32_ov, calib, transformer: bool, threads) -> Infer:
 
 def build_torchao(arch, calib, batches) -> Infer:
     from torchao.quantization.pt2e.lowering import lower_pt2e_quantized_to_x86
-    from torchao.quantization.pt2e.quantize_pt2e import (convert_pt2e,
-                                                         prepare_pt2e)
+    from torchao.quantization.pt2e.quantize_pt2e import (
+        convert_pt2e,
+        prepare_pt2e,
+    )
     from torchao.quantization.pt2e.quantizer.x86_inductor_quantizer import (
-        X86InductorQuantizer, get_default_x86_inductor_quantization_config)
+        X86InductorQuantizer,
+        get_default_x86_inductor_quantization_config,
+    )
     quantizer = X86InductorQuantizer()
     quantizer.set_global(get_default_x86_inductor_quantization_config())
     batch = torch.export.Dim('batch', min=1, max=1024)
@@ -246,8 +251,7 @@ def build_torchao(arch, calib, batches) -> Infer:
 
 
 def build_ppq(arch, calib, workdir, threads) -> Infer:
-    from ppq.api import (TargetPlatform, export_ppq_graph,
-                         quantize_torch_model)
+    from ppq.api import TargetPlatform, export_ppq_graph, quantize_torch_model
     graph = quantize_torch_model(
         model=copy.deepcopy(arch).eval(), calib_dataloader=calib,
         calib_steps=len(calib), input_shape=list(calib[0].shape),
@@ -307,6 +311,7 @@ def latencies(contenders: List[Contender], shape, batch: int,
 
 def run_model(key: str, args) -> Tuple[str, List[Contender], bool]:
     import openvino as ov
+
     from mmrazor_quant.registry import MODELS
     title, config, shape, batches, transformer = SPECS[key]
     cfg = Config.fromfile(osp.join(REPO, config))

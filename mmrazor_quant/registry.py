@@ -84,7 +84,8 @@ def register_all_modules(init_default_scope: bool = True) -> None:
         never_created = DefaultScope.get_current_instance() is None or \
             not DefaultScope.check_instance_created('mmrazor_quant')
         if never_created:
-            DefaultScope.get_instance('mmrazor_quant', scope_name='mmrazor_quant')
+            DefaultScope.get_instance(
+                'mmrazor_quant', scope_name='mmrazor_quant')
 
 
 def build_in_scope(registry: Registry, cfg: dict, **kwargs):

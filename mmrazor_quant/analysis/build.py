@@ -11,13 +11,17 @@ from mmengine.registry import MODELS, init_default_scope
 from mmengine.runner import Runner, load_state_dict
 from torch import Tensor, nn
 
-from mmrazor_quant.engine.runner.calibration import (calibrate,
-                                                     default_calibrate_cfg)
-from mmrazor_quant.models.fake_quants.utils import (check_calibrated,
-                                                    disable_observer,
-                                                    enable_fake_quant)
-from mmrazor_quant.models.utils import tensor_graph_module
+from mmrazor_quant.engine.runner.calibration import (
+    calibrate,
+    default_calibrate_cfg,
+)
 from mmrazor_quant.models.codebases import codebase_of
+from mmrazor_quant.models.fake_quants.utils import (
+    check_calibrated,
+    disable_observer,
+    enable_fake_quant,
+)
+from mmrazor_quant.models.utils import tensor_graph_module
 from mmrazor_quant.utils import read_checkpoint
 from mmrazor_quant.utils.data_pipeline import with_test_pipeline
 

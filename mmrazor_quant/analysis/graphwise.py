@@ -9,11 +9,13 @@ import torch
 from mmengine.utils import ProgressBar
 from torch import Tensor, nn
 
-from mmrazor_quant.models.fake_quants.utils import (check_calibrated,
-                                                    disable_fake_quant,
-                                                    disable_observer,
-                                                    enable_fake_quant,
-                                                    preserve_quant_state)
+from mmrazor_quant.models.fake_quants.utils import (
+    check_calibrated,
+    disable_fake_quant,
+    disable_observer,
+    enable_fake_quant,
+    preserve_quant_state,
+)
 from mmrazor_quant.models.utils import tensor_graph_module
 from .layers import find_graph_fake_quants, find_quantized_layers
 from .metrics import HIGHER_IS_BETTER, ErrorAccumulator, check_metric

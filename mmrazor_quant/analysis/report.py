@@ -12,17 +12,19 @@ from mmengine.config import Config
 from mmrazor_quant.engine.runner.calibration import default_calibrate_cfg
 from mmrazor_quant.models.fake_quants.utils import iter_fake_quants
 from mmrazor_quant.models.utils import tensor_graph_module
-
 from .build import build_loader, build_quant_model, collect_batches
 from .graphwise import analysis_mode, graphwise_error
 from .layers import find_quantized_layers
 from .layerwise import layerwise_sensitivity
 from .metrics import check_metric
-from .mixed_precision import (float_layers_evaluator, rank_layers,
-                              select_by_accuracy, select_by_budget,
-                              write_mixed_precision_config)
-from .plots import format_table, plot_histograms, plot_layer_errors, \
-    write_csv
+from .mixed_precision import (
+    float_layers_evaluator,
+    rank_layers,
+    select_by_accuracy,
+    select_by_budget,
+    write_mixed_precision_config,
+)
+from .plots import format_table, plot_histograms, plot_layer_errors, write_csv
 from .statistics import quantized_weight_input, weight_statistics
 
 __all__ = ['analyze', 'data_loader_cfg']

@@ -80,11 +80,15 @@ def build_runner(args: argparse.Namespace,
     from mmrazor_quant.engine.runner.compile import check_compile_cfg
     from mmrazor_quant.registry import register_all_modules
     from mmrazor_quant.utils.checkpoint import (
-        read_checkpoint, register_checkpoint_safe_globals)
+        read_checkpoint,
+        register_checkpoint_safe_globals,
+    )
     from mmrazor_quant.utils.config_checks import check_loop_cfgs, load_config
-    from mmrazor_quant.utils.quiet import (quiet_runner_logs,
-                                           quiet_stack_warnings)
     from mmrazor_quant.utils.data_pipeline import add_test_pipeline
+    from mmrazor_quant.utils.quiet import (
+        quiet_runner_logs,
+        quiet_stack_warnings,
+    )
 
     quiet_stack_warnings()
     register_all_modules(init_default_scope=False)

@@ -29,8 +29,11 @@ from typing import Any, Dict, Optional, Tuple
 
 import torch
 
-from mmrazor_quant.structures.quantization.qscheme import (MAX_BIT, MIN_BIT,
-                                                           QSchema)
+from mmrazor_quant.structures.quantization.qscheme import (
+    MAX_BIT,
+    MIN_BIT,
+    QSchema,
+)
 from .torch_ao import is_torch_ao_object, raise_torch_ao
 
 __all__ = [

@@ -1,8 +1,12 @@
 """Datasets and transforms of mmrazor_quant; importing registers them."""
 from .digit_canvas import make_digit_canvas_coco
 from .digit_canvas_dataset import DigitCanvasCocoDataset
-from .mnist5k import (MNIST5k, find_mnist5k_file, load_mnist5k_arrays,
-                      split_mnist5k_indices)
+from .mnist5k import (
+                      MNIST5k,
+                      find_mnist5k_file,
+                      load_mnist5k_arrays,
+                      split_mnist5k_indices,
+)
 from .transforms import GrayToRGB
 
 __all__ = [

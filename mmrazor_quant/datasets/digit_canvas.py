@@ -12,13 +12,16 @@ import os
 import os.path as osp
 import shutil
 import tempfile
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 import cv2
 import numpy as np
 
-from .mnist5k import (find_mnist5k_file, load_mnist5k_arrays,
-                      split_mnist5k_indices)
+from .mnist5k import (
+    find_mnist5k_file,
+    load_mnist5k_arrays,
+    split_mnist5k_indices,
+)
 
 __all__ = ['DIGIT_CLASSES', 'make_digit_canvas_coco', 'digit_canvas_exists']
 
@@ -81,7 +84,9 @@ def _coco_split(rng: np.random.Generator, digits: np.ndarray,
                 dict(id=len(annotations), image_id=image_id,
                      category_id=label, bbox=[x1, y1, x2 - x1, y2 - y1],
                      area=(x2 - x1) * (y2 - y1), iscrowd=0))
-    categories = [dict(id=i, name=name) for i, name in enumerate(DIGIT_CLASSES)]
+    categories = [
+        dict(id=i, name=name) for i, name in enumerate(DIGIT_CLASSES)
+    ]
     return dict(images=images, annotations=annotations, categories=categories)
 
 

@@ -4,11 +4,20 @@ from mmrazor_quant.structures import DeployConfig
 from .deploy_heads import BaseDeployHead, TensorDeployHead, deploy_head_of
 from .deploy_model import build_deploy_model
 from .detection import DetectionDeployHead
-from .exporters import (BaseExporter, ExportResult, ONNXRuntimeExporter,
-                        OpenVINOExporter, TensorRTExporter, build_exporter)
+from .exporters import (
+    BaseExporter,
+    ExportResult,
+    ONNXRuntimeExporter,
+    OpenVINOExporter,
+    TensorRTExporter,
+    build_exporter,
+)
 from .int8_saturation import int8_pairs_saturate
-from .int32_bias import (BiasAlignment, align_bias_to_int32_grid_,
-                         bias_grid_offsets)
+from .int32_bias import (
+    BiasAlignment,
+    align_bias_to_int32_grid_,
+    bias_grid_offsets,
+)
 from .onnx_export import export_onnx
 from .parity import ParityReport, check_parity, compare_outputs
 from .qdq_fake_quantize import QDQFakeQuantize

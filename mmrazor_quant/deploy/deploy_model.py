@@ -5,9 +5,11 @@ from typing import List
 
 from torch import fx, nn
 
-from mmrazor_quant.models.fake_quants import (BaseFakeQuantize,
-                                              check_calibrated,
-                                              named_fake_quants)
+from mmrazor_quant.models.fake_quants import (
+    BaseFakeQuantize,
+    check_calibrated,
+    named_fake_quants,
+)
 from mmrazor_quant.models.qat_modules import is_qat_module
 from mmrazor_quant.models.utils import tensor_graph_module
 from .qdq_fake_quantize import QDQFakeQuantize

@@ -7,8 +7,8 @@ from typing import List
 import torch
 from torch import Tensor, nn
 
-from mmrazor_quant.utils.sqnr import sqnr_db
 from mmrazor_quant.registry import DEPLOY_HEADS
+from mmrazor_quant.utils.sqnr import sqnr_db
 from .deploy_heads import BaseDeployHead
 from .runtimes import load_runtime
 

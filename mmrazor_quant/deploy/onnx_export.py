@@ -1,5 +1,4 @@
 """Export a deploy model to standard QDQ ONNX (contract 7 of DESIGN.md)."""
-import os
 import os.path as osp
 import tempfile
 import warnings
@@ -7,11 +6,14 @@ from typing import Dict, List, Optional
 
 import onnx
 import torch
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
 from torch import fx, nn
 
-from mmrazor_quant.structures.opsets import (DEFAULT_OPSET, DYNAMO_MIN_OPSET,
-                                             MIN_OPSET)
+from mmrazor_quant.structures.opsets import (
+    DEFAULT_OPSET,
+    DYNAMO_MIN_OPSET,
+    MIN_OPSET,
+)
 from .qdq_fake_quantize import QDQFakeQuantize
 from .traceable_sizes import make_size_arithmetic_traceable
 

@@ -113,8 +113,9 @@ def _has_float_sum_operand(add: onnx.NodeProto,
 
 def _guarded_inputs(graph: onnx.GraphProto
                     ) -> List[Tuple[int, int, float]]:
-    """``(position of the add, input index, lower bound)`` of every per-tensor DQ that feeds
-    an ``Add`` and quantizes the output of a fusing op."""
+    """``(position of the add, input index, lower bound)`` of every
+    per-tensor DQ that feeds an ``Add`` and quantizes the output of a fusing
+    op."""
     producers = {o: n for n in graph.node for o in n.output}
     values = onnx_constants(graph)
     found = []

@@ -1,4 +1,5 @@
-"""A frozen fake quant that exports as ONNX ``QuantizeLinear``/``DequantizeLinear``.
+"""A frozen fake quant that exports as ONNX ``QuantizeLinear`` /
+``DequantizeLinear``.
 
 Outside of an ONNX export it is exactly :class:`FixedFakeQuantize`. Under
 ``torch.onnx.is_in_onnx_export()`` its forward emits the standard ONNX ops
@@ -19,8 +20,10 @@ from typing import Optional, Tuple
 import torch
 from torch import Tensor
 
-from mmrazor_quant.models.fake_quants import (BaseFakeQuantize,
-                                              FixedFakeQuantize)
+from mmrazor_quant.models.fake_quants import (
+    BaseFakeQuantize,
+    FixedFakeQuantize,
+)
 from mmrazor_quant.structures.opsets import LOW_BIT_OPSET, QDQ_MIN_OPSET
 from mmrazor_quant.structures.quantization import RoundingPolicy
 

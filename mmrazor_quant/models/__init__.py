@@ -3,8 +3,15 @@
 As in MMRazor, the public names of the subpackages are re-exported here
 (``from mmrazor_quant.models import LearnableFakeQuantize``).
 """
-from . import (algorithms, codebases, fake_quants, observers,  # noqa: F401
-               qat_modules, quantizers, task_modules)
+from . import (  # noqa: F401
+               algorithms,
+               codebases,
+               fake_quants,
+               observers,
+               qat_modules,
+               quantizers,
+               task_modules,
+)
 from .algorithms import *  # noqa: F401,F403
 from .fake_quants import *  # noqa: F401,F403
 from .observers import *  # noqa: F401,F403

@@ -11,13 +11,21 @@ Each pass is a function ``pass(model, data, **kwargs)`` registered in
 """
 from mmrazor_quant.models.utils import tensor_graph_module
 from .bias_correction import correct_bias, output_channel_means
-from .equalization import (equalize_cross_layer, find_equalization_pairs,
-                           output_channel_ranges)
+from .equalization import (
+                           equalize_cross_layer,
+                           find_equalization_pairs,
+                           output_channel_ranges,
+)
 from .graph_utils import find_units
-from .pipeline import (PTQPass, build_ptq_passes, collect_inputs,
-                       run_ptq_passes)
-from .reconstruction import (adaround, bake_rounding, brecq, qdrop,
-                             reconstruct, sample_inputs)
+from .pipeline import PTQPass, build_ptq_passes, collect_inputs, run_ptq_passes
+from .reconstruction import (
+                           adaround,
+                           bake_rounding,
+                           brecq,
+                           qdrop,
+                           reconstruct,
+                           sample_inputs,
+)
 
 __all__ = [
     'equalize_cross_layer', 'find_equalization_pairs',

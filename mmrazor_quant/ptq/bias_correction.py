@@ -20,10 +20,12 @@ import torch
 from mmengine.logging import MMLogger
 from torch import Tensor, fx, nn
 
-from mmrazor_quant.models.fake_quants import (disable_fake_quant,
-                                              disable_observer,
-                                              enable_fake_quant,
-                                              preserve_quant_state)
+from mmrazor_quant.models.fake_quants import (
+    disable_fake_quant,
+    disable_observer,
+    enable_fake_quant,
+    preserve_quant_state,
+)
 from mmrazor_quant.models.utils import tensor_graph_module
 from mmrazor_quant.registry import TASK_UTILS
 from .graph_utils import weighted_nodes

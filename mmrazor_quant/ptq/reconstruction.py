@@ -40,12 +40,14 @@ import torch
 from mmengine.logging import MMLogger
 from torch import Tensor, fx, nn
 
-from mmrazor_quant.models.fake_quants import (AdaRoundFakeQuantize,
-                                              BaseFakeQuantize,
-                                              disable_fake_quant,
-                                              disable_observer,
-                                              enable_fake_quant,
-                                              preserve_quant_state)
+from mmrazor_quant.models.fake_quants import (
+    AdaRoundFakeQuantize,
+    BaseFakeQuantize,
+    disable_fake_quant,
+    disable_observer,
+    enable_fake_quant,
+    preserve_quant_state,
+)
 from mmrazor_quant.models.fake_quants.adaround import rounding_regularizer
 from mmrazor_quant.models.fake_quants.qdrop import drop_quantization
 from mmrazor_quant.models.qat_modules import is_qat_module

@@ -4,25 +4,27 @@ quantization configs carry it.
 A deploy config has three parts::
 
     deploy_cfg = dict(
-        onnx_config=dict(type='onnx', opset_version=11, save_file='end2end.onnx',
-                         input_names=['input'], output_names=['output'],
-                         input_shape=None,       # [width, height] or None
-                         dynamic_axes={'input': {0: 'batch', 2: 'height', 3: 'width'},
-                                       'output': {0: 'batch'}}),
-        backend_config=dict(type='tensorrt',     # or 'openvino', 'onnxruntime'
-                            common_config=dict(int8_mode=True, explicit_quant_mode=True),
-                            model_inputs=[dict(input_shapes=dict(input=dict(
-                                min_shape=[1, 3, 224, 224], opt_shape=[4, 3, 224, 224],
-                                max_shape=[8, 3, 224, 224])))]),
+        onnx_config=dict(
+            type='onnx', opset_version=11, save_file='end2end.onnx',
+            input_names=['input'], output_names=['output'],
+            input_shape=None,       # [width, height] or None
+            dynamic_axes={'input': {0: 'batch', 2: 'height', 3: 'width'},
+                          'output': {0: 'batch'}}),
+        backend_config=dict(
+            type='tensorrt',        # a registered backend
+            common_config=dict(int8_mode=True, explicit_quant_mode=True),
+            model_inputs=[dict(input_shapes=dict(input=dict(
+                min_shape=[1, 3, 224, 224], opt_shape=[4, 3, 224, 224],
+                max_shape=[8, 3, 224, 224])))]),
         codebase_config=dict(type='mmcls', task='Classification'))
 
 :class:`DeployConfig` validates it when ``MMArchitectureQuant`` is built and
 tells ``tools/export.py`` what to write. The backend is looked up in the
 backend registry (:mod:`mmrazor_quant.backends`), which also reads its own
-``backend_config`` settings; ``codebase_config`` is only recorded. Keys mmdeploy uses for its own steps
-(``optimize``, ``function_record_to_pop``, TensorRT's
-``max_workspace_size`` and ``fp16_mode``, OpenVINO's ``mo_options``) are
-accepted and not used here.
+``backend_config`` settings; ``codebase_config`` is only recorded. Keys
+mmdeploy uses for its own steps (``optimize``, ``function_record_to_pop``,
+TensorRT's ``max_workspace_size`` and ``fp16_mode``, OpenVINO's
+``mo_options``) are accepted and not used here.
 """
 import warnings
 from dataclasses import dataclass, field

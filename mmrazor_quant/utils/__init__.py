@@ -1,7 +1,10 @@
 """Utilities of mmrazor_quant."""
 from mmrazor_quant.registry import register_all_modules
-from .checkpoint import (checkpoint_safe_globals, read_checkpoint,
-                         register_checkpoint_safe_globals)
+from .checkpoint import (
+                         checkpoint_safe_globals,
+                         read_checkpoint,
+                         register_checkpoint_safe_globals,
+)
 from .config_checks import check_loop_cfgs, load_config
 from .state_dict_check import check_state_dict_matches, strip_wrapper_prefix
 

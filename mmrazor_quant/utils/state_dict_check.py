@@ -54,7 +54,8 @@ def check_state_dict_matches(model: nn.Module,
     reshaped = [
         f'{k} {tuple(state_dict[k].shape)} vs {tuple(v.shape)}'
         for k, v in expected.items()
-        if compare_shapes and k in state_dict and hasattr(state_dict[k], 'shape')
+        if compare_shapes and k in state_dict
+        and hasattr(state_dict[k], 'shape')
         and tuple(state_dict[k].shape) != tuple(v.shape)
     ]
     problems = []

@@ -27,7 +27,10 @@ from mmrazor_quant.models.quantizers import OpenVINOQuantizer
 from mmrazor_quant.registry import MODELS
 from ..int8_host import int8_weight_bits
 from ..test_models.test_quantizers.test_positions import (
-    UNSIGNED, fake_quant_consumers, qconfig)
+    UNSIGNED,
+    fake_quant_consumers,
+    qconfig,
+)
 from ..test_models.test_quantizers.toy_models import AttentionBlockNet
 
 ov = pytest.importorskip('openvino')

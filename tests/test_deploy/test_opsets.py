@@ -7,8 +7,7 @@ from torch import nn
 from mmrazor_quant.deploy import onnx_export
 from mmrazor_quant.deploy.exporters.base import BaseExporter
 from mmrazor_quant.deploy.onnx_export import prepare_qdq_export
-from mmrazor_quant.deploy.qdq_fake_quantize import (QDQFakeQuantize,
-                                                    onnx_qtype)
+from mmrazor_quant.deploy.qdq_fake_quantize import QDQFakeQuantize, onnx_qtype
 from mmrazor_quant.models.fake_quants import FakeQuantize
 from mmrazor_quant.structures import deploy_config, opsets
 from mmrazor_quant.structures.deploy_config import DeployConfig

@@ -8,8 +8,8 @@ import sys
 import onnx
 import pytest
 import torch
-from mmengine.config import Config
 from mmcls.structures import ClsDataSample
+from mmengine.config import Config
 from mmengine.utils import import_modules_from_strings
 
 from mmrazor_quant.models.codebases import codebase_of

@@ -1,8 +1,12 @@
 """PTQ and QAT loops for mmengine's Runner."""
 from .calibration import calibrate
-from .quantization_loops import (LSQEpochBasedLoop, PTQLoop,
-                                 QATEpochBasedLoop, QATIterBasedLoop,
-                                 QATValLoop)
+from .quantization_loops import (
+                                 LSQEpochBasedLoop,
+                                 PTQLoop,
+                                 QATEpochBasedLoop,
+                                 QATIterBasedLoop,
+                                 QATValLoop,
+)
 
 __all__ = [
     'PTQLoop', 'QATEpochBasedLoop', 'LSQEpochBasedLoop', 'QATIterBasedLoop',

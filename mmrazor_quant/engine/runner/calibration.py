@@ -8,13 +8,17 @@ from mmengine.logging import print_log
 from mmengine.utils import ProgressBar
 from torch import nn
 
-from mmrazor_quant.models.fake_quants.utils import (check_calibrated,
-                                                    disable_fake_quant,
-                                                    disable_observer,
-                                                    enable_fake_quant,
-                                                    enable_observer)
-from mmrazor_quant.models.qat_modules.utils import (freeze_bn_stats,
-                                                    update_bn_stats)
+from mmrazor_quant.models.fake_quants.utils import (
+    check_calibrated,
+    disable_fake_quant,
+    disable_observer,
+    enable_fake_quant,
+    enable_observer,
+)
+from mmrazor_quant.models.qat_modules.utils import (
+    freeze_bn_stats,
+    update_bn_stats,
+)
 
 __all__ = [
     'calibrate', 'check_steps', 'check_begin', 'default_calibrate_cfg',

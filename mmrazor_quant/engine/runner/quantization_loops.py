@@ -27,21 +27,37 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import mmengine
 from mmengine.dist import master_only
 from mmengine.evaluator import Evaluator
-from mmengine.runner import (EpochBasedTrainLoop, IterBasedTrainLoop,
-                             TestLoop, ValLoop)
-from mmengine.runner.checkpoint import (get_state_dict, save_checkpoint,
-                                        weights_to_cpu)
+from mmengine.runner import (
+    EpochBasedTrainLoop,
+    IterBasedTrainLoop,
+    TestLoop,
+    ValLoop,
+)
+from mmengine.runner.checkpoint import (
+    get_state_dict,
+    save_checkpoint,
+    weights_to_cpu,
+)
 from torch.utils.data import DataLoader
 
-from mmrazor_quant.models.fake_quants.utils import (check_calibrated,
-                                                    disable_fake_quant,
-                                                    disable_observer,
-                                                    enable_fake_quant,
-                                                    preserve_quant_state)
+from mmrazor_quant.models.fake_quants.utils import (
+    check_calibrated,
+    disable_fake_quant,
+    disable_observer,
+    enable_fake_quant,
+    preserve_quant_state,
+)
 from mmrazor_quant.registry import LOOPS
-from .calibration import (calibrate, check_begin, check_steps,
-                          default_calibrate_cfg, loader_length, mean_losses,
-                          reached, set_quant_state)
+from .calibration import (
+    calibrate,
+    check_begin,
+    check_steps,
+    default_calibrate_cfg,
+    loader_length,
+    mean_losses,
+    reached,
+    set_quant_state,
+)
 from .compile import check_compile_cfg, compile_steps
 
 __all__ = [

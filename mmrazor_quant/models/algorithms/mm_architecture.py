@@ -8,8 +8,12 @@ from mmengine.structures import BaseDataElement
 from torch import fx, nn
 
 from mmrazor_quant.backends import get_backend
-from mmrazor_quant.registry import (CODEBASES, MODEL_WRAPPERS, MODELS,
-                                    build_in_scope)
+from mmrazor_quant.registry import (
+    CODEBASES,
+    MODEL_WRAPPERS,
+    MODELS,
+    build_in_scope,
+)
 from mmrazor_quant.structures import DeployConfig
 from ..codebases import codebases_of
 from ..quantizers.base import BaseQuantizer, build_graph_module
@@ -31,10 +35,10 @@ class MMArchitectureQuant(MMArchitectureQuantAPIMixin, BaseModel):
     quantizer traces ``forward_modes`` symbolically (a model that reads its
     shapes at the ``input_shape`` given, or else at the one its codebase
     adapter derives from the config), fuses Conv+BN into QAT modules and
-    inserts fake quants. This happens in the constructor, not in a later hook, because
-    mmengine's Runner wraps the model in DDP, builds the optimizer and loads
-    checkpoints right after building it: the fake quants' parameters and
-    buffers must exist by then. Nothing runs on data here; calibration is
+    inserts fake quants. This happens in the constructor, not in a later
+    hook, because mmengine's Runner wraps the model in DDP, builds the
+    optimizer and loads checkpoints right after building it: the fake
+    quants' parameters and buffers must exist by then. Nothing runs on data here; calibration is
     :meth:`calibrate_step`, driven by the loops.
 
     The graphs of all modes call the very same modules, so qparams never
@@ -121,8 +125,9 @@ class MMArchitectureQuant(MMArchitectureQuantAPIMixin, BaseModel):
         self.architecture = architecture
         _check_preprocessor_fits(self.data_preprocessor, architecture)
         if float_checkpoint:
-            from mmrazor_quant.utils.checkpoint import \
-                register_checkpoint_safe_globals
+            from mmrazor_quant.utils.checkpoint import (
+                register_checkpoint_safe_globals,
+            )
             register_checkpoint_safe_globals()
             _load_float_checkpoint(self.architecture, float_checkpoint)
             # Runner.train() calls init_weights(); it must not overwrite the
@@ -264,7 +269,9 @@ def _load_float_checkpoint(architecture: nn.Module, path: str) -> None:
     """
     from mmrazor_quant.utils.checkpoint import read_checkpoint
     from mmrazor_quant.utils.state_dict_check import (
-        check_state_dict_matches, strip_wrapper_prefix)
+        check_state_dict_matches,
+        strip_wrapper_prefix,
+    )
     checkpoint = read_checkpoint(path, 'model.float_checkpoint')
     state_dict = checkpoint.get('state_dict', checkpoint) if isinstance(
         checkpoint, dict) else None
@@ -311,7 +318,8 @@ class MMArchitectureQuantDDP(MMDistributedDataParallel):
         self.module.sync_qparams(src_mode)
 
 
-def _set_tracer_input_shape(tracer: object, input_shape: Sequence[int]) -> None:
+def _set_tracer_input_shape(tracer: object,
+                            input_shape: Sequence[int]) -> None:
     """Give the tracer the shape of one sample (from the data or config)."""
     if not hasattr(tracer, 'input_shape'):
         raise TypeError(f'MMArchitectureQuant: input_shape needs a tracer '

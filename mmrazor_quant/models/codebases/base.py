@@ -1,7 +1,6 @@
 """The codebase adapter: what is specific to one OpenMMLab codebase."""
 import contextlib
-from typing import (ClassVar, ContextManager, List, Optional, Sequence,
-                    Tuple)
+from typing import ClassVar, ContextManager, List, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
@@ -33,8 +32,9 @@ class BaseCodebase:
     of its :attr:`packages`. The tracer takes its rewrites and default
     skipped methods from the adapters of the model it traces, and the
     example input shape when the model reads its shapes and the config
-    gives none (:meth:`input_shape`); deploy picks the deploy head registered in
-    :data:`~mmrazor_quant.registry.DEPLOY_HEADS` under its :attr:`task`;
+    gives none (:meth:`input_shape`); deploy picks the deploy head
+    registered in :data:`~mmrazor_quant.registry.DEPLOY_HEADS` under its
+    :attr:`task`;
     reconstruction (BRECQ, QDrop) takes its :attr:`block_types`.
 
     A codebase is one subclass (see ``docs/capture.md``, "Add a

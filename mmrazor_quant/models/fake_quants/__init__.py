@@ -1,21 +1,34 @@
 """Fake-quant modules and the functions they are built on."""
-from mmrazor_quant.compat.fake_quant_api import (enable_param_learning,
+from mmrazor_quant.compat.fake_quant_api import (
+                                                 enable_param_learning,
                                                  enable_static_estimate,
-                                                 enable_val)
+                                                 enable_val,
+)
 from mmrazor_quant.compat.torch_ao import not_supported
 from .adaround import AdaRoundFakeQuantize
 from .base import BaseFakeQuantize
 from .fake_quantize import FakeQuantize
 from .fixed_fake_quantize import FixedFakeQuantize
-from .functional import (fake_quantize, fake_quantize_learnable,
-                         round_half_away_from_zero)
+from .functional import (
+                                                 fake_quantize,
+                                                 fake_quantize_learnable,
+                                                 round_half_away_from_zero,
+)
 from .learnable_fake_quantize import LearnableFakeQuantize, LSQPlusFakeQuantize
 from .pact_fake_quantize import PACTFakeQuantize
 from .qdrop import QDropFakeQuantize
-from .utils import (check_calibrated, disable_fake_quant, disable_observer,
-                    enable_fake_quant, enable_observer, iter_fake_quants,
-                    named_fake_quants, preserve_quant_state,
-                    restore_switches, save_switches)
+from .utils import (
+                                                 check_calibrated,
+                                                 disable_fake_quant,
+                                                 disable_observer,
+                                                 enable_fake_quant,
+                                                 enable_observer,
+                                                 iter_fake_quants,
+                                                 named_fake_quants,
+                                                 preserve_quant_state,
+                                                 restore_switches,
+                                                 save_switches,
+)
 
 __all__ = [
     'BaseFakeQuantize', 'FakeQuantize', 'LearnableFakeQuantize',

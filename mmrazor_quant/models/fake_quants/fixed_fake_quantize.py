@@ -56,7 +56,8 @@ class FixedFakeQuantize(BaseFakeQuantize):
             raise ValueError(f'{type(self).__name__}: give both scale and '
                              'zero_point, or neither')
         if scale is not None:
-            self._set_fixed(torch.as_tensor(scale), torch.as_tensor(zero_point))
+            self._set_fixed(
+                torch.as_tensor(scale), torch.as_tensor(zero_point))
 
     def _set_fixed(self, scale: Tensor, zero_point: Tensor) -> None:
         if scale.numel() != zero_point.numel() or (

@@ -25,8 +25,12 @@ import torch
 from torch import Tensor
 
 from mmrazor_quant.structures.quantization import RoundingPolicy
-from .kernels import (check_float_input, quantize_fixed, quantize_learnable,
-                      round_half_away_from_zero)
+from .kernels import (
+    check_float_input,
+    quantize_fixed,
+    quantize_learnable,
+    round_half_away_from_zero,
+)
 
 __all__ = [
     'fake_quantize', 'fake_quantize_learnable', 'round_half_away_from_zero'

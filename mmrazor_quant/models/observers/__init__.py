@@ -1,15 +1,24 @@
 """Observers: record tensor statistics and turn them into qparams."""
 from mmrazor_quant.compat.torch_ao import not_supported
 from .base import BaseObserver
-from .histogram import (HistogramMSEObserver, HistogramObserver,
-                        PercentileObserver)
+from .histogram import (
+                        HistogramMSEObserver,
+                        HistogramObserver,
+                        PercentileObserver,
+)
 from .histogram_base import BaseHistogramObserver
 from .kl import KLObserver
-from .lsq import (LSQObserver, LSQPerChannelObserver, LSQPlusObserver,
-                  LSQPlusPerChannelObserver)
+from .lsq import (
+                        LSQObserver,
+                        LSQPerChannelObserver,
+                        LSQPlusObserver,
+                        LSQPlusPerChannelObserver,
+)
 from .minmax import MinMaxObserver, PerChannelMinMaxObserver
-from .moving_average import (MovingAverageMinMaxObserver,
-                             MovingAveragePerChannelMinMaxObserver)
+from .moving_average import (
+                        MovingAverageMinMaxObserver,
+                        MovingAveragePerChannelMinMaxObserver,
+)
 from .mse import MSEObserver, PerChannelMSEObserver
 
 __all__ = [

@@ -4,8 +4,11 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-from mmrazor_quant.structures.quantization import (QSchema, RoundingPolicy,
-                                                   calculate_qparams)
+from mmrazor_quant.structures.quantization import (
+    QSchema,
+    RoundingPolicy,
+    calculate_qparams,
+)
 
 __all__ = [
     'round_half', 'fake_quantize', 'clip_ratio_candidates', 'lp_clip_errors',

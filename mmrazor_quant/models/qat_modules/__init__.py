@@ -2,8 +2,14 @@
 with a folded BN / fused ReLU."""
 from .base import BaseQATModule, is_qat_module
 from .bn_fold import FusedBnMixin
-from .conv import (ConvReLU1d, ConvReLU2d, ConvReLU3d, QATConv1d, QATConv2d,
-                   QATConv3d)
+from .conv import (
+                   ConvReLU1d,
+                   ConvReLU2d,
+                   ConvReLU3d,
+                   QATConv1d,
+                   QATConv2d,
+                   QATConv3d,
+)
 from .conv_bn import ConvBn2d, ConvBnReLU2d
 from .linear import LinearReLU, QATLinear
 from .linear_bn import LinearBn1d, LinearBnReLU1d

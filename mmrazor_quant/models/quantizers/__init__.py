@@ -2,8 +2,8 @@ from .academic_quantizer import AcademicQuantizer
 from .backend_spec import BackendSpec, TensorSpec  # noqa: F401
 from .base import BaseQuantizer
 from .native_quantizer import TorchNativeQuantizer
-from .openvino_quantizer import OpenVINOQuantizer
 from .op_kinds import OpKind, classify_node
+from .openvino_quantizer import OpenVINOQuantizer
 from .rules import InputSelector, QuantRules
 from .tensorrt_quantizer import TensorRTQuantizer
 

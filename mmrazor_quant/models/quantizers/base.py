@@ -7,9 +7,13 @@ from torch import fx, nn
 from mmrazor_quant.registry import TASK_UTILS, build_in_scope
 from mmrazor_quant.structures.quantization import QConfigHandler, QSchema
 from .backend_spec import BackendSpec
-from .mmrazor_compat import (QuantizerAPIMixin, export_quantized_onnx,
-                             granularity_modes, no_observer_object_types,
-                             resolve_module_classes)
+from .mmrazor_compat import (
+    QuantizerAPIMixin,
+    export_quantized_onnx,
+    granularity_modes,
+    no_observer_object_types,
+    resolve_module_classes,
+)
 from .qconfig_mapping import QConfigMapping
 from .rules import QuantRules
 

@@ -6,8 +6,9 @@ import torch
 import torch.nn.functional as F
 from torch import fx, nn
 
-from mmrazor_quant.models.task_modules.tracer.layer_types import \
-    plain_layer_type
+from mmrazor_quant.models.task_modules.tracer.layer_types import (
+    plain_layer_type,
+)
 
 __all__ = [
     'OpKind', 'classify_node', 'is_weighted_conv', 'is_weighted_linear',

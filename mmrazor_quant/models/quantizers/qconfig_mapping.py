@@ -2,8 +2,17 @@
 import copy
 import fnmatch
 import re
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, \
-    Tuple, Union
+from typing import (
+    Any,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+)
 
 from torch import nn
 

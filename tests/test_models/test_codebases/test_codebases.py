@@ -10,10 +10,14 @@ from mmengine.hub import get_config
 from mmengine.model import BaseModel
 from torch import nn
 
-from mmrazor_quant.models.codebases import (MMClsCodebase, MMDetCodebase,
-                                            MMEngineCodebase,
-                                            block_types_of, codebase_of,
-                                            codebases_of)
+from mmrazor_quant.models.codebases import (
+    MMClsCodebase,
+    MMDetCodebase,
+    MMEngineCodebase,
+    block_types_of,
+    codebase_of,
+    codebases_of,
+)
 from mmrazor_quant.models.task_modules import CustomTracer
 from mmrazor_quant.utils.data_pipeline import add_test_pipeline
 

@@ -4,15 +4,26 @@ import torch
 from torch import nn
 
 from mmrazor_quant.deploy.weight_quantized_layer import from_qat_module
-from mmrazor_quant.models.qat_modules import (BaseQATModule, ConvBn2d,
-                                              ConvBnReLU2d, ConvReLU1d,
-                                              ConvReLU2d, ConvReLU3d,
-                                              LinearBn1d, LinearBnReLU1d,
-                                              LinearReLU, QATConv1d,
-                                              QATConv2d, QATConv3d,
-                                              QATLinear, is_qat_module)
-from mmrazor_quant.models.quantizers.op_kinds import (is_weighted_conv,
-                                                      is_weighted_linear)
+from mmrazor_quant.models.qat_modules import (
+    BaseQATModule,
+    ConvBn2d,
+    ConvBnReLU2d,
+    ConvReLU1d,
+    ConvReLU2d,
+    ConvReLU3d,
+    LinearBn1d,
+    LinearBnReLU1d,
+    LinearReLU,
+    QATConv1d,
+    QATConv2d,
+    QATConv3d,
+    QATLinear,
+    is_qat_module,
+)
+from mmrazor_quant.models.quantizers.op_kinds import (
+    is_weighted_conv,
+    is_weighted_linear,
+)
 from .helpers import make_fake_quant
 
 CONVS = (QATConv1d, QATConv2d, QATConv3d, ConvReLU1d, ConvReLU2d, ConvReLU3d)

@@ -7,11 +7,14 @@ from torch import fx, nn
 
 from mmrazor_quant.deploy import build_deploy_model
 from mmrazor_quant.models.algorithms import MMArchitectureQuant
-from mmrazor_quant.models.fake_quants import (disable_observer,
-                                              enable_fake_quant)
+from mmrazor_quant.models.fake_quants import (
+    disable_observer,
+    enable_fake_quant,
+)
 from mmrazor_quant.models.quantizers import AcademicQuantizer
 from mmrazor_quant.models.utils import tensor_graph_module
 from tests.test_analysis.toy import qconfig
+
 
 class Net(BaseModel):
     """A conv whose submodule is called ``module``, as DDP's is."""

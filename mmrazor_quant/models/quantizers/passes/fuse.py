@@ -13,12 +13,16 @@ import torch
 import torch.nn.functional as F
 from torch import fx, nn
 
-from mmrazor_quant.models.task_modules.tracer.layer_types import \
-    plain_layer_type
-
 from mmrazor_quant.models.fake_quants.base import BaseFakeQuantize
-from mmrazor_quant.models.qat_modules import (ConvBn2d, ConvBnReLU2d,
-                                              LinearBn1d, LinearBnReLU1d)
+from mmrazor_quant.models.qat_modules import (
+    ConvBn2d,
+    ConvBnReLU2d,
+    LinearBn1d,
+    LinearBnReLU1d,
+)
+from mmrazor_quant.models.task_modules.tracer.layer_types import (
+    plain_layer_type,
+)
 
 __all__ = [
     'fuse_conv_bn', 'is_relu_node', 'replace_submodule', 'node_module',
@@ -157,8 +161,9 @@ def _collect_chains(
     calls = defaultdict(list)
     for mode, graph in graphs.items():
         for node in graph.nodes:
-            if node.op != 'call_module' or skip(node.target) or \
-                    plain_layer_type(node_module(root, node)) not in _LAYER_TYPES:
+            if node.op != 'call_module' or skip(node.target):
+                continue
+            if plain_layer_type(node_module(root, node)) not in _LAYER_TYPES:
                 continue
             calls[node.target].append(
                 (mode, _match_chain(root, node, fuse_relu)))

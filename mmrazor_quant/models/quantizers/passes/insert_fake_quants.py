@@ -66,7 +66,8 @@ def tensor_keys(graph: fx.Graph) -> Dict[fx.Node, str]:
 
 def _is_conv_like(node: fx.Node, modules: Dict[str, nn.Module]) -> bool:
     # a fake quant inserted into this graph is not in ``modules``
-    return not is_fake_quant_node(node) and classify_node(node, modules) in (OpKind.CONV, OpKind.LINEAR)
+    return not is_fake_quant_node(node) and classify_node(
+        node, modules) in (OpKind.CONV, OpKind.LINEAR)
 
 
 #: Modules that are the identity at inference: the export drops them.

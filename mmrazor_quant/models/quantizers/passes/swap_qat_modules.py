@@ -4,16 +4,27 @@ from typing import Callable, Dict, List, Optional
 
 from torch import fx, nn
 
-from mmrazor_quant.models.task_modules.tracer.layer_types import \
-    plain_layer_type
-
-from mmrazor_quant.models.qat_modules import (ConvReLU1d, ConvReLU2d,
-                                              ConvReLU3d, LinearReLU,
-                                              QATConv1d, QATConv2d, QATConv3d,
-                                              QATLinear)
-from .fuse import (WeightFakeQuantFactory, build_weight_fake_quant,
-                   is_relu_node, node_module, raise_with_node,
-                   replace_submodule)
+from mmrazor_quant.models.qat_modules import (
+    ConvReLU1d,
+    ConvReLU2d,
+    ConvReLU3d,
+    LinearReLU,
+    QATConv1d,
+    QATConv2d,
+    QATConv3d,
+    QATLinear,
+)
+from mmrazor_quant.models.task_modules.tracer.layer_types import (
+    plain_layer_type,
+)
+from .fuse import (
+    WeightFakeQuantFactory,
+    build_weight_fake_quant,
+    is_relu_node,
+    node_module,
+    raise_with_node,
+    replace_submodule,
+)
 
 __all__ = ['swap_qat_modules']
 

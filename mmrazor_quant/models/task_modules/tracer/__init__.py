@@ -1,7 +1,10 @@
 """Tracers that turn OpenMMLab models into ``torch.fx`` graphs."""
 from .custom_tracer import CustomTracer
-from .fx import (UntracedMethodRegistry, build_graphmodule,
-                 custom_symbolic_trace)
+from .fx import (
+                 UntracedMethodRegistry,
+                 build_graphmodule,
+                 custom_symbolic_trace,
+)
 from .trace_error import TraceError
 
 __all__ = [

@@ -3,8 +3,18 @@ import collections
 import contextlib
 import inspect
 import re
-from typing import (Any, Callable, Dict, FrozenSet, Iterator, List, Optional,
-                    Sequence, Tuple, Union)
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    FrozenSet,
+    Iterator,
+    List,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+)
 
 import torch
 from mmengine.logging import print_log
@@ -14,9 +24,16 @@ from torch.fx.proxy import TraceError as FxTraceError
 
 from mmrazor_quant.registry import TASK_UTILS
 from ...codebases import BaseCodebase, codebases_of
-from .example_values import (EXAMPLE_BATCH_SIZE, UNKNOWN, Unknown,
-                             ValueProxy, evaluate_node, patched_factories,
-                             preserved_state, shadowed_builtins)
+from .example_values import (
+    EXAMPLE_BATCH_SIZE,
+    UNKNOWN,
+    Unknown,
+    ValueProxy,
+    evaluate_node,
+    patched_factories,
+    preserved_state,
+    shadowed_builtins,
+)
 from .layer_types import plain_layer_type
 from .path_utils import resolve_dotted_path, resolve_method
 from .shape_guards import CONVERSIONS, check_shape_guard, decision_site
@@ -228,7 +245,8 @@ class CustomTracer(Tracer):
 
     @contextlib.contextmanager
     def _tracking_examples(
-            self, root: Union[nn.Module, Callable[..., Any]]) -> Iterator[None]:
+            self,
+            root: Union[nn.Module, Callable[..., Any]]) -> Iterator[None]:
         """Evaluate nodes on an example batch for the trace of ``root``."""
         if self.input_shape is None:
             yield
