@@ -38,8 +38,8 @@ class MMArchitectureQuant(MMArchitectureQuantAPIMixin, BaseModel):
     inserts fake quants. This happens in the constructor, not in a later
     hook, because mmengine's Runner wraps the model in DDP, builds the
     optimizer and loads checkpoints right after building it: the fake
-    quants' parameters and buffers must exist by then. Nothing runs on data here; calibration is
-    :meth:`calibrate_step`, driven by the loops.
+    quants' parameters and buffers must exist by then. Nothing runs on data
+    here; calibration is :meth:`calibrate_step`, driven by the loops.
 
     The graphs of all modes call the very same modules, so qparams never
     need copying between them. Only ``architecture`` is a registered child:
