@@ -72,6 +72,18 @@ def _is_conv_like(node: fx.Node, modules: Dict[str, nn.Module]) -> bool:
 
 #: Modules that are the identity at inference: the export drops them.
 _IDENTITY_MODULES = (nn.Identity, nn.Dropout)
+#: Shape ops that return a tuple of tensors: a fake quant goes on an element
+#: after them (or on the tensor before them), never on the tuple.
+_SEQUENCE_OPS = frozenset({'split', 'split_with_sizes', 'chunk', 'unbind',
+                           'tensor_split', 'hsplit', 'vsplit', 'dsplit'})
+
+
+def _returns_sequence(node: fx.Node) -> bool:
+    target = node.target
+    name = target if isinstance(target, str) else getattr(
+        target, '__name__', '')
+    return node.op in ('call_function', 'call_method') and \
+        name in _SEQUENCE_OPS
 
 
 def _sum_fusable(node: fx.Node, modules: Dict[str, nn.Module]) -> bool:
@@ -215,7 +227,8 @@ class _Inserter:
             data = top.args[0] if top.args else None
             if is_fake_quant_node(data):
                 return data, top  # hoisted for another reader
-            if not isinstance(data, fx.Node) or data not in keys:
+            if not isinstance(data, fx.Node) or data not in keys or \
+                    _returns_sequence(data):
                 break
             shared = len(data.users) > 1
             if shared and classify_node(data, modules) \

@@ -98,11 +98,12 @@ def _matcher(kind: str, targets: Tuple[Any, ...],
     return lambda n: n.op in targets
 
 
-def _nearest_upstream(node: fx.Node, modules: Dict[str, nn.Module],
+def _nearest_upstream(inputs: List[fx.Node], modules: Dict[str, nn.Module],
                       rules: QuantRules) -> List[fx.Node]:
-    """On each input path of ``node``, the first fake-quant node, reached
-    through ops that keep the grid (reshapes, max pooling, ReLU) only."""
-    found, todo, seen = [], list(node.all_input_nodes), set()
+    """On each path up from ``inputs``, the first fake-quant node, reached
+    through ops that keep the grid (reshapes, max pooling, ReLU) only: a
+    backend may quantize a tensor before a flatten or a pooling."""
+    found, todo, seen = [], list(inputs), set()
     while todo:
         cur = todo.pop()
         if cur in seen:
@@ -129,12 +130,11 @@ def _requested(graph: fx.Graph, spec: Dict[str, Tuple[Any, ...]],
                     matches(node.args[0]):
                 targets.add(str(node.target))
             elif side == 'prev' and matches(node):
-                if kind == 'module':
-                    first = node.args[0] if node.args else None
-                    found = [first] if isinstance(first, fx.Node) and \
-                        is_fake_quant_node(first) else []
-                else:
-                    found = _nearest_upstream(node, modules, rules)
+                # a module's data input only; every input of an op
+                first = node.args[0] if node.args else None
+                inputs = node.all_input_nodes if kind != 'module' else \
+                    [first] if isinstance(first, fx.Node) else []
+                found = _nearest_upstream(inputs, modules, rules)
                 targets.update(str(n.target) for n in found)
     return targets
 
