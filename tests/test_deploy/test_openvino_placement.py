@@ -148,6 +148,10 @@ def test_residual_block_runs_fused_in_int8(tmp_path):
     x = torch.randn(64, 3, 8, 8)
     model = _quantize(ResidualBlockNet(), x, U8_SYM)
     path, report = _export(model, x, tmp_path)
+    assert report.top1_agreement == 1.0 and report.sqnr_db >= 45  # 67 dB
+    if int8_weight_bits() < 8:
+        pytest.skip('the fused int8 runtime graph was checked on a CPU with '
+                    'VNNI; this one has none (other int8 kernels)')
     layers = _runtime_layers(path)
     kinds = collections.Counter(kind for kind, _, _ in layers)
     # one FakeQuantize (the image input); no standalone eltwise: the add
@@ -159,7 +163,6 @@ def test_residual_block_runs_fused_in_int8(tmp_path):
     # every compute layer, max pooling, concat and the pooling run in u8
     assert {prec for kind, prec, _ in layers if kind != 'FakeQuantize'} \
         == {'u8'}
-    assert report.top1_agreement == 1.0 and report.sqnr_db >= 45  # 67 dB
 
 
 def test_attention_positions_and_int8_subgraph(tmp_path):
