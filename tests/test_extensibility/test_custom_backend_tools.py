@@ -64,7 +64,9 @@ def test_toy_npu_through_ptq_export_and_export_tools(tmp_path,
     table = _scale_rows(work / 'toy_npu.npu_scales.json')
     agreement, sqnr = _parity(log)
     assert 'parity with the simulation (onnxruntime' in log
-    assert agreement == 100.0 and sqnr >= 40
+    # 100 % and 55.5 dB here (AVX-512); float sums in another order on
+    # an AVX2 CPU may flip one rounding (one of the 64 digits at most)
+    assert agreement >= 100 * 63 / 64 and sqnr >= 40
 
     # tools/export.py on the saved checkpoint: the same files, the same
     # scales, the same parity.
@@ -75,7 +77,7 @@ def test_toy_npu_through_ptq_export_and_export_tools(tmp_path,
     again = _scale_rows(out / 'toy_npu.npu_scales.json')
     assert again == table
     agreement, sqnr = _parity(log)
-    assert agreement == 100.0 and sqnr >= 40
+    assert agreement >= 100 * 63 / 64 and sqnr >= 40
     # The table holds the checkpoint's scales bit for bit: 21 weights (20
     # convs + fc) and 29 inputs of conv, fc and add.
     scales = _checkpoint_scales(str(ckpt))
