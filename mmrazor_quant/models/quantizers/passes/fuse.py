@@ -23,6 +23,7 @@ from mmrazor_quant.models.qat_modules import (
 from mmrazor_quant.models.task_modules.tracer.layer_types import (
     plain_layer_type,
 )
+from .untie import untie_shared_layers
 
 __all__ = [
     'fuse_conv_bn', 'is_relu_node', 'replace_submodule', 'node_module',
@@ -153,6 +154,16 @@ def _signature(chain: Optional[_Chain]) -> Tuple[Optional[str], bool]:
     return chain[1].target, chain[2] is not None
 
 
+def _follower(root: nn.Module, node: fx.Node, fuse_relu: bool,
+              skip: Callable[[str], bool]) -> str:
+    """The BN a fusable layer call feeds, '' if none."""
+    if skip(node.target) or \
+            plain_layer_type(node_module(root, node)) not in _LAYER_TYPES:
+        return ''
+    chain = _match_chain(root, node, fuse_relu)
+    return chain[1].target if chain is not None else ''
+
+
 def _collect_chains(
         root: nn.Module, graphs: Dict[str, fx.Graph], fuse_relu: bool,
         skip: Callable[[str], bool]
@@ -263,7 +274,10 @@ def fuse_conv_bn(root: nn.Module,
     module (which owns the BN) and the BN by ``nn.Identity``, so state-dict
     keys are not duplicated; a ReLU module is never replaced. In every graph
     the BN and ReLU nodes are removed and their users rewired to the layer
-    node. Nothing is changed if an error is raised.
+    node. A layer shared by several BNs and registered next to each (RTMDet's
+    shared head convs) is first untied into one copy per BN
+    (:func:`~.untie.untie_shared_layers`), which keeps the float outputs.
+    Otherwise nothing is changed if an error is raised.
 
     Args:
         root (nn.Module): The float model the graphs were traced from;
@@ -286,6 +300,8 @@ def fuse_conv_bn(root: nn.Module,
             another BN / ReLU) in another, if a fused BN is also called
             elsewhere, or if a BN cannot be folded (no running statistics).
     """
+    untie_shared_layers(
+        root, graphs, lambda node: _follower(root, node, fuse_relu, skip))
     calls = _collect_chains(root, graphs, fuse_relu, skip)
     names = [name for name, layer_calls in calls.items()
              if _check_consistent(name, layer_calls)]
