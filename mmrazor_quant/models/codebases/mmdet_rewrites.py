@@ -10,11 +10,11 @@ Everything else (the head's ``forward``, and ``predict_by_feat`` /
 ``loss_by_feat`` when skipped, as MMRazor's configs do) is untouched.
 """
 import contextlib
-from typing import Any, Iterator, List, Tuple
+from typing import Any, ContextManager, Iterator, List, Tuple
 
 import torch.fx
 
-__all__ = ['mmdet_rewrites']
+__all__ = ['mmdet_rewrites', 'swapped_methods', 'traceable_head_loss']
 
 
 def img_metas_of(batch_data_samples: List[Any]) -> List[dict]:
@@ -23,7 +23,18 @@ def img_metas_of(batch_data_samples: List[Any]) -> List[dict]:
 
 
 def gt_instances_of(batch_data_samples: List[Any]) -> Tuple[list, list, list]:
-    """mmdet's ``unpack_gt_instances``: (gts, ignored gts, image metas)."""
+    """mmdet's ``unpack_gt_instances``: (gts, ignored gts, image metas).
+
+    Raises:
+        TypeError: If the samples are not a list (e.g. the dict that
+            mmyolo's ``YOLOv5DetDataPreprocessor`` packs for training).
+    """
+    if not isinstance(batch_data_samples, (list, tuple)):
+        raise TypeError(
+            'the loss needs a list of DetDataSample, got '
+            f'{type(batch_data_samples).__name__} (mmyolo\'s '
+            'YOLOv5DetDataPreprocessor packs the training boxes into a '
+            'dict: set model.data_preprocessor to mmdet.DetDataPreprocessor)')
     from mmdet.models.utils import unpack_gt_instances
     return unpack_gt_instances(batch_data_samples)
 
@@ -49,7 +60,9 @@ def _head_predict(self, x, batch_data_samples, rescale: bool = False):
         rescale=rescale)
 
 
-def _head_loss(self, x, batch_data_samples):
+def traceable_head_loss(self, x, batch_data_samples):
+    """A dense head's ``loss`` with the ground truths unpacked in one
+    graph call."""
     outs = self(x)
     unpacked = gt_instances_of(batch_data_samples)
     # ``loss_by_feat(*outs, gts, metas, ignored gts)``; index, don't unpack:
@@ -72,16 +85,22 @@ def _rewrites() -> List[Tuple[type, str, Any]]:
     except ImportError:  # no mmdet: nothing to rewrite
         return []
     return [(BaseDenseHead, 'predict', _head_predict),
-            (BaseDenseHead, 'loss', _head_loss),
+            (BaseDenseHead, 'loss', traceable_head_loss),
             (SingleStageDetector, 'predict', _detector_predict)]
 
 
-@contextlib.contextmanager
-def mmdet_rewrites() -> Iterator[None]:
+def mmdet_rewrites() -> ContextManager[None]:
     """Swap mmdet's sample-looping methods for traceable ones meanwhile."""
+    return swapped_methods(_rewrites())
+
+
+@contextlib.contextmanager
+def swapped_methods(
+        rewrites: List[Tuple[type, str, Any]]) -> Iterator[None]:
+    """Set each ``(owner, name, replacement)`` meanwhile; restore after."""
     saved = []
     try:
-        for owner, name, replacement in _rewrites():
+        for owner, name, replacement in rewrites:
             saved.append((owner, name, owner.__dict__[name]))
             setattr(owner, name, replacement)
         yield

@@ -1,0 +1,73 @@
+"""The adapter of mmyolo detectors."""
+from typing import Any, ContextManager, List, Tuple
+
+import torch
+
+from mmrazor_quant.registry import CODEBASES
+from .mmdet import MMDetCodebase
+from .mmdet_rewrites import swapped_methods, traceable_head_loss
+
+__all__ = ['MMYOLOCodebase']
+
+_HEADS = 'mmyolo.models.dense_heads.'
+
+
+@CODEBASES.register_module()
+class MMYOLOCodebase(MMDetCodebase):
+    """mmyolo detectors (``YOLODetector``: YOLOv5, RTMDet, ...).
+
+    ``YOLODetector`` subclasses mmdet's ``SingleStageDetector``, so mmdet's
+    adapter applies too (its rewrites, its detection deploy head); this one
+    comes first. Modes are mmdet's: ``tensor`` returns the head's per-level
+    outputs (YOLOv5: class scores, boxes, objectness; RTMDet: class scores,
+    boxes), decoded outside the graph. The head's ``loss`` (overridden by
+    ``YOLOv5Head`` to also take mmyolo's packed training batch) is traced
+    like mmdet's, from a list of ``DetDataSample``, so the configs use
+    mmdet's ``DetDataPreprocessor``; mmyolo's packed dict is refused with a
+    message naming ``model.data_preprocessor``. The heads' decoding and
+    losses stay out of the graphs by default. Samples carry mmdet's
+    metainfo plus ``batch_input_shape`` and ``pad_shape``, which the heads
+    read.
+    """
+    packages = ('mmyolo', )
+    skipped_methods = (
+        _HEADS + 'yolov5_head.YOLOv5Head.predict_by_feat',
+        _HEADS + 'yolov5_head.YOLOv5Head.loss_by_feat',
+        _HEADS + 'rtmdet_head.RTMDetHead.loss_by_feat',
+    )
+    block_types = ('CSPLayer', 'CSPLayerWithTwoConv', 'DarknetBottleneck')
+
+    def tracer_rewrites(self) -> ContextManager[None]:
+        """Trace ``YOLOv5Head.loss`` (and its subclasses') as mmdet's."""
+        return swapped_methods(_rewrites())
+
+    def dummy_data_samples(self, inputs: torch.Tensor,
+                           tensor_outputs: Any) -> List:
+        """One ``DetDataSample`` per image with a box of class ``i`` (mod
+        the number of classes) over its centre quarter."""
+        from mmdet.structures import DetDataSample
+        from mmengine.structures import InstanceData
+        h, w = inputs.shape[-2:]
+        cls_scores, bbox_preds = tensor_outputs[:2]
+        num_priors = bbox_preds[0].shape[1] // 4
+        num_classes = cls_scores[0].shape[1] // num_priors
+        samples = []
+        for i in range(len(inputs)):
+            sample = DetDataSample(metainfo=image_metainfo(h, w))
+            sample.gt_instances = InstanceData(
+                bboxes=torch.tensor([[w / 4, h / 4, 3 * w / 4, 3 * h / 4]]),
+                labels=torch.tensor([i % num_classes]))
+            samples.append(sample)
+        return samples
+
+
+def image_metainfo(h: int, w: int) -> dict:
+    """The metainfo mmdet's pipeline and ``DetDataPreprocessor`` give an
+    ``h x w`` image that needs no resize or padding."""
+    return dict(img_shape=(h, w), ori_shape=(h, w), pad_shape=(h, w),
+                batch_input_shape=(h, w), scale_factor=(1., 1.))
+
+
+def _rewrites() -> List[Tuple[type, str, Any]]:
+    from mmyolo.models.dense_heads import YOLOv5Head
+    return [(YOLOv5Head, 'loss', traceable_head_loss)]
