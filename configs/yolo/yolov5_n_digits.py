@@ -50,7 +50,7 @@ train_pipeline = pipeline
 test_pipeline = pipeline
 train_dataloader = dict(
     _delete_=True,
-    batch_size=16,
+    batch_size=32,
     num_workers=0,
     dataset=dict(type=dataset_type, data_root=data_root, split='train',
                  filter_cfg=dict(filter_empty_gt=True), pipeline=pipeline),
@@ -66,16 +66,16 @@ test_dataloader = val_dataloader
 val_evaluator = dict(ann_file=data_root + 'annotations/val.json')
 test_evaluator = val_evaluator
 
-max_epochs = 12
+max_epochs = 8
 train_cfg = dict(max_epochs=max_epochs, val_interval=max_epochs)
 optim_wrapper = dict(
     _delete_=True,
-    optimizer=dict(type='AdamW', lr=3e-3, weight_decay=5e-4),
+    optimizer=dict(type='AdamW', lr=4e-3, weight_decay=5e-4),
     paramwise_cfg=dict(norm_decay_mult=0., bias_decay_mult=0.),
     clip_grad=dict(max_norm=10.))
 param_scheduler = [
     dict(type='LinearLR', start_factor=0.1, by_epoch=False, begin=0,
-         end=50),
+         end=25),
     dict(type='CosineAnnealingLR', T_max=max_epochs, by_epoch=True),
 ]
 default_hooks = dict(
