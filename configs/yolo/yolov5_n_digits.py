@@ -66,7 +66,7 @@ test_dataloader = val_dataloader
 val_evaluator = dict(ann_file=data_root + 'annotations/val.json')
 test_evaluator = val_evaluator
 
-max_epochs = 8
+max_epochs = 5
 train_cfg = dict(max_epochs=max_epochs, val_interval=max_epochs)
 optim_wrapper = dict(
     _delete_=True,
@@ -80,7 +80,7 @@ param_scheduler = [
 ]
 default_hooks = dict(
     param_scheduler=dict(_delete_=True, type='ParamSchedulerHook'),
-    checkpoint=dict(interval=max_epochs, save_best=None, max_keep_ckpts=1),
+    checkpoint=dict(interval=1, save_best=None, max_keep_ckpts=1),
     logger=dict(interval=10),
     visualization=dict(_delete_=True, type='mmdet.DetVisualizationHook'))
 custom_hooks = []

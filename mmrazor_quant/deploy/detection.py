@@ -108,7 +108,9 @@ def check_detection_parity(qmodel: nn.Module, onnx_path: str,
     head = qmodel.architecture.bbox_head
     num_levels = len(head.prior_generator.strides)
     h, w = inputs.shape[-2:]
-    metas = [dict(img_shape=(h, w), scale_factor=(1., 1.))] * len(inputs)
+    # mmyolo's heads also read ori_shape (they decode without rescaling)
+    metas = [dict(img_shape=(h, w), ori_shape=(h, w),
+                  scale_factor=(1., 1.))] * len(inputs)
     with torch.no_grad():
         boxes_sim = _decode(head, sim, num_levels, metas)
         boxes_rt = _decode(head, [torch.from_numpy(o) for o in outs],

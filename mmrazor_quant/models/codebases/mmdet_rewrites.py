@@ -27,7 +27,8 @@ def gt_instances_of(batch_data_samples: List[Any]) -> Tuple[list, list, list]:
 
     Raises:
         TypeError: If the samples are not a list (e.g. the dict that
-            mmyolo's ``YOLOv5DetDataPreprocessor`` packs for training).
+            mmyolo's ``YOLOv5DetDataPreprocessor`` packs for training) or
+            one has no ``gt_instances``.
     """
     if not isinstance(batch_data_samples, (list, tuple)):
         raise TypeError(
@@ -35,6 +36,11 @@ def gt_instances_of(batch_data_samples: List[Any]) -> Tuple[list, list, list]:
             f'{type(batch_data_samples).__name__} (mmyolo\'s '
             'YOLOv5DetDataPreprocessor packs the training boxes into a '
             'dict: set model.data_preprocessor to mmdet.DetDataPreprocessor)')
+    for sample in batch_data_samples:
+        if not hasattr(sample, 'gt_instances'):
+            raise TypeError(
+                f'{type(sample).__name__} has no gt_instances: the loss '
+                'needs DetDataSample with gt_instances (boxes and labels)')
     from mmdet.models.utils import unpack_gt_instances
     return unpack_gt_instances(batch_data_samples)
 

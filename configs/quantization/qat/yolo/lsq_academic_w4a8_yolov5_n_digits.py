@@ -1,9 +1,9 @@
 # W4A8 LSQ quantization-aware training of the digit-canvas YOLOv5-n in the
 # papers' setting (AcademicQuantizer: fake quants on conv inputs and
-# weights; the first conv and the prediction convs kept at 8 bit, as LSQ
+# weights; the first and the last conv kept at 8 bit, as LSQ
 # does), from its float checkpoint.
 #   python tools/train.py configs/quantization/qat/yolo/lsq_academic_w4a8_yolov5_n_digits.py \
-#       --cfg-options model.float_checkpoint=work_dirs/yolo/yolov5_n_digits/epoch_12.pth
+#       --cfg-options model.float_checkpoint=work_dirs/yolo/yolov5_n_digits/epoch_5.pth
 _base_ = ['./lsq_openvino_yolov5_n_digits.py']
 
 model = dict(

@@ -1,0 +1,46 @@
+# W8A8 post-training quantization of the digit-canvas RTMDet-tiny for OpenVINO:
+# per-channel symmetric int8 weights on [-127, 127], per-tensor unsigned
+# symmetric activations. The mmyolo adapter keeps the head's decoding and
+# losses out of the graph; no tracer skips are needed here.
+#   python tools/ptq.py configs/quantization/ptq/yolo/ptq_openvino_rtmdet_tiny_digits.py \
+#       --cfg-options model.float_checkpoint=work_dirs/yolo/rtmdet_tiny_digits/epoch_12.pth
+_base_ = ['../../../yolo/rtmdet_tiny_digits.py']
+
+# Written by tools/demo.py --task yolo.
+float_checkpoint = 'work_dirs/fp32/rtmdet_tiny_digits/float.pth'
+
+# 8 batches of 16 training canvases through the deterministic test pipeline.
+calibrate_dataloader = dict(
+    batch_size=16,
+    num_workers=0,
+    dataset=dict(_base_.train_dataloader.dataset,
+                 pipeline=_base_.test_pipeline),
+    sampler=dict(type='DefaultSampler', shuffle=True))
+
+global_qconfig = dict(
+    w_observer=dict(type='mmrazor_quant.PerChannelMinMaxObserver'),
+    a_observer=dict(type='mmrazor_quant.MovingAverageMinMaxObserver'),
+    w_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
+    a_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
+    w_qscheme=dict(
+        qdtype='qint8', bit=8, is_symmetry=True, is_symmetric_range=True),
+    a_qscheme=dict(qdtype='quint8', bit=8, is_symmetry=True,
+                   averaging_constant=0.1),
+)
+
+model = dict(
+    _delete_=True,
+    type='mmrazor_quant.MMArchitectureQuant',
+    data_preprocessor=_base_.model.data_preprocessor,
+    architecture=_base_.model,
+    float_checkpoint=float_checkpoint,
+    quantizer=dict(
+        type='mmrazor_quant.OpenVINOQuantizer',
+        global_qconfig=global_qconfig,
+        tracer=dict(type='mmrazor_quant.CustomTracer')))
+
+test_cfg = dict(
+    _delete_=True,
+    type='mmrazor_quant.PTQLoop',
+    calibrate_dataloader=calibrate_dataloader,
+    calibrate_steps=8)

@@ -1,0 +1,52 @@
+"""Exported YOLOv5 and RTMDet (QDQ ONNX, the heads' per-level outputs;
+decoding outside the graph) vs the simulation, in onnxruntime and OpenVINO,
+on digit canvases, through the detection deploy head."""
+import pytest
+import torch
+
+from mmrazor_quant.deploy import deploy_head_of, export_model
+from mmrazor_quant.models.fake_quants.utils import disable_observer
+from mmrazor_quant.registry import MODELS
+from ..int8_host import int8_weight_bits
+from .tiny_yolos import quant_cfg, tiny_arch
+
+_EXPORTED = {}
+
+
+def _exported(arch_name, backend, canvases, tmp_path_factory):
+    """The tiny model, calibrated on the canvases, exported for
+    ``backend`` (OpenVINO's weights on 7 bits where this CPU's int8 kernels
+    saturate); built once per pair."""
+    key = (arch_name, backend)
+    if key not in _EXPORTED:
+        arch = tiny_arch(arch_name)
+        arch.test_cfg.update(score_thr=0.0, max_per_img=20)
+        torch.manual_seed(0)
+        bits = int8_weight_bits() if backend == 'openvino' else 8
+        model = MODELS.build(quant_cfg(arch, backend,
+                                       weight_bits=bits)).eval()
+        with torch.no_grad():
+            model(canvases, mode='tensor')
+        disable_observer(model)
+        path = str(tmp_path_factory.mktemp(backend) / f'{arch_name}.onnx')
+        export_model(model, canvases[:1], path, backend=backend)
+        _EXPORTED[key] = (model, path)
+    return _EXPORTED[key]
+
+
+@pytest.mark.parametrize('arch_name,backend,runtime', [
+    ('yolov5', 'openvino', 'onnxruntime'),
+    ('yolov5', 'openvino', 'openvino'),
+    ('yolov5', 'tensorrt', 'onnxruntime'),
+    ('rtmdet', 'openvino', 'openvino'),
+])
+def test_head_outputs_and_boxes_match_simulation(arch_name, backend, runtime,
+                                                 canvases, tmp_path_factory):
+    model, path = _exported(arch_name, backend, canvases, tmp_path_factory)
+    head = deploy_head_of(model)
+    assert type(head).__name__ == 'DetectionDeployHead'
+    report = head.check_parity(model, model.get_deploy_model(), path,
+                               canvases, [], runtime)
+    assert report.num_images == 8
+    assert report.min_sqnr_db > 35, report.format()
+    assert report.box_agreement >= 0.95, report.format()
