@@ -23,9 +23,10 @@ model_wrapper_cfg = dict(
     broadcast_buffers=False,
     find_unused_parameters=True)
 
-# Fine-tuning: a tenth of the float run's learning rate, cosine to zero;
-# no weight decay on the learned scales; BN frozen from the second epoch.
-max_epochs = 2
+# Fine-tuning: one epoch at a tenth of the float run's learning rate,
+# cosine to zero; no weight decay on the learned scales; BN statistics stay
+# the float model's.
+max_epochs = 1
 optim_wrapper = dict(
     _delete_=True,
     optimizer=dict(type='AdamW', lr=3e-4, weight_decay=5e-4),
