@@ -1,11 +1,14 @@
 # YOLOv5-n (mmyolo's v6.1 config: CSPDarknet + PAFPN + YOLOv5Head with
 # objectness) trained on the 96x96 digit canvases, sized for 2 CPU cores.
-#   python tools/train.py configs/yolo/yolov5_n_digits.py
+#   python tools/train.py configs/yolo/yolov5_n_base_.digits.py
 # The model is mmyolo's; what changes is the data (the project's digit
 # canvases through mmdet's plain pipeline and DetDataPreprocessor, no mosaic:
 # the canvases are already varied), anchors sized for 10-32 px digits, and
 # a short AdamW schedule instead of 300 epochs of SGD.
-_base_ = ['mmyolo::yolov5/yolov5_n-v61_syncbn_fast_8xb16-300e_coco.py']
+_base_ = [
+    'mmyolo::yolov5/yolov5_n-v61_syncbn_fast_8xb16-300e_coco.py',
+    '../_base_/datasets/digit_canvas_yolo.py'
+]
 
 custom_imports = dict(
     imports=['mmyolo.models', 'mmdet.models', 'mmdet.datasets',
@@ -17,17 +20,10 @@ img_scale = (96, 96)  # width, height
 # (w, h) per level for strides 8 / 16 / 32 on 96x96 canvases
 anchors = [[(6, 12), (10, 18), (14, 22)], [(16, 26), (20, 30), (26, 32)],
            [(32, 40), (48, 56), (64, 80)]]
-data_root = 'data/digit_canvas/'
-dataset_type = 'mmrazor_quant.DigitCanvasCocoDataset'
 
-data_preprocessor = dict(
-    type='mmdet.DetDataPreprocessor',
-    mean=[0., 0., 0.],
-    std=[255., 255., 255.],
-    bgr_to_rgb=False,
-    pad_size_divisor=32)
 model = dict(
-    data_preprocessor=dict(_delete_=True, **data_preprocessor),
+    data_preprocessor=dict(_delete_=True,
+                           **_base_.digits.data_preprocessor),
     backbone=dict(init_cfg=None),
     bbox_head=dict(
         head_module=dict(num_classes=num_classes),
@@ -37,33 +33,12 @@ model = dict(
         loss_obj=dict(loss_weight=(img_scale[0] / 640)**2)),
     test_cfg=dict(nms_pre=1000, score_thr=0.001, max_per_img=100))
 
-# No flips: digits are not mirror-symmetric. The canvases are 96x96:
-# Resize records scale_factor 1 for mmdet.
-meta_keys = ('img_id', 'img_path', 'ori_shape', 'img_shape', 'scale_factor')
-pipeline = [
-    dict(type='mmcv.LoadImageFromFile'),
-    dict(type='mmdet.LoadAnnotations', with_bbox=True),
-    dict(type='mmdet.Resize', scale=img_scale, keep_ratio=True),
-    dict(type='mmdet.PackDetInputs', meta_keys=meta_keys),
-]
-train_pipeline = pipeline
-test_pipeline = pipeline
-train_dataloader = dict(
-    _delete_=True,
-    batch_size=32,
-    num_workers=0,
-    dataset=dict(type=dataset_type, data_root=data_root, split='train',
-                 filter_cfg=dict(filter_empty_gt=True), pipeline=pipeline),
-    sampler=dict(type='DefaultSampler', shuffle=True))
-val_dataloader = dict(
-    _delete_=True,
-    batch_size=16,
-    num_workers=0,
-    dataset=dict(type=dataset_type, data_root=data_root, split='val',
-                 test_mode=True, pipeline=pipeline),
-    sampler=dict(type='DefaultSampler', shuffle=False))
+train_pipeline = _base_.digits.pipeline
+test_pipeline = _base_.digits.pipeline
+train_dataloader = dict(_delete_=True, **_base_.digits.train_dataloader)
+val_dataloader = dict(_delete_=True, **_base_.digits.val_dataloader)
 test_dataloader = val_dataloader
-val_evaluator = dict(ann_file=data_root + 'annotations/val.json')
+val_evaluator = dict(ann_file=_base_.digits.ann_file)
 test_evaluator = val_evaluator
 
 max_epochs = 5
