@@ -28,11 +28,11 @@ from ..skips import CLS_HEAD_SKIPS
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 CONFIG_DIR = osp.join(REPO, 'configs')
 # Every config file; `_base_` and `deploy_cfgs` directories hold fragments,
-# not configs.
+# `demo` the tables of tools/demo.py, not configs.
 CONFIGS = sorted(
     osp.relpath(path, CONFIG_DIR)
     for path in glob.glob(osp.join(CONFIG_DIR, '**', '*.py'), recursive=True)
-    if not {'_base_', 'deploy_cfgs'} & set(
+    if not {'_base_', 'deploy_cfgs', 'demo'} & set(
         osp.relpath(path, CONFIG_DIR).split(osp.sep)))
 
 QUANT_TYPE = 'mmrazor_quant.MMArchitectureQuant'
