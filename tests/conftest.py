@@ -25,7 +25,6 @@ SLOW_PATHS = (
     'test_tools/test_fp32_train.py',
     'test_detection/test_mmrazor_configs.py',
     'test_deploy/test_parity_matrix.py',  # every arch x algorithm
-    'test_yolo/test_parity.py',  # three YOLO exports in two runtimes
 )
 
 
