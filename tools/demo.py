@@ -20,7 +20,10 @@ Accuracies are on the 1,000 MNIST5k test digits (one digit = 0.1 points).
 
 Every task's demo is one file under ``configs/demo/`` (``--task``): its
 metric, its fp32 configs and its quantization runs with the drop each may
-lose. ``make demo`` is ``--task cls``.
+lose, and optionally ``scale`` (the metric is shown times it, e.g. 100 for
+an AP on 0..1, and ``allowed`` is in those units) and ``data`` (what the
+metric is measured on, for the summary line). ``make demo`` is ``--task
+cls``.
 
 Usage:
     python tools/demo.py [--task TASK] [--reuse-fp32] [--only NAME ...]
@@ -213,6 +216,7 @@ def main() -> int:
         print(f'[demo {time.time() - start:6.0f} s] {msg}', flush=True)
 
     metric = demo.metric
+    scale = demo.get('scale', 1)
     runs = [r for r in demo.runs if not args.only or any(
         key in osp.basename(r['config']) for key in args.only)]
     fp32: Dict[str, float] = {}
@@ -222,7 +226,7 @@ def main() -> int:
         what = 'evaluating' if args.reuse_fp32 and osp.exists(
             float_checkpoint(config)) else 'training'
         log(f'fp32 {model}: {what} {config}')
-        fp32[model] = run_fp32(config, metric, args)
+        fp32[model] = scale * run_fp32(config, metric, args)
         log(f'fp32 {model}: {metric} {fp32[model]:.2f}')
 
     rows = []
@@ -232,9 +236,8 @@ def main() -> int:
         log(f'{method} {backend} {bits} {model}: {config}')
         quant: Optional[float] = None
         try:
-            quant = run_quant(config,
-                              float_checkpoint(demo.fp32[model]), metric,
-                              args)
+            quant = scale * run_quant(
+                config, float_checkpoint(demo.fp32[model]), metric, args)
             log(f'{method} {backend} {bits} {model}: {metric} '
                 f'{quant:.2f}')
         except Exception:  # one broken backend must not hide the others
@@ -246,14 +249,16 @@ def main() -> int:
 
     wall = time.time() - start
     table = format_table(rows, metric)
-    summary = (f'MNIST5k, 1,000 test digits (1 digit = 0.1 points); '
+    data = demo.get('data',
+                    'MNIST5k, 1,000 test digits (1 digit = 0.1 points)')
+    summary = (f'{data}; '
                f'total wall time {wall / 60:.1f} min on '
                f'{torch.get_num_threads()} threads.')
     print('\n' + table + '\n\n' + summary)
     results = osp.join(WORK_DIR, 'demo', f'results_{args.task}.md')
     os.makedirs(osp.dirname(results), exist_ok=True)
     with open(results, 'w') as f:
-        f.write(f'# mmrazor_quant MNIST demo ({args.task})\n\n' + table +
+        f.write(f'# mmrazor_quant demo ({args.task})\n\n' + table +
                 '\n\n' + summary + '\n')
     return 0 if all('MISSED' not in line
                     for line in table.splitlines()) else 1
