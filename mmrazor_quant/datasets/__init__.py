@@ -12,6 +12,6 @@ from .transforms import GrayToRGB
 
 __all__ = [
     'MNIST5k', 'GrayToRGB', 'find_mnist5k_file', 'load_mnist5k_arrays',
-    'split_mnist5k_indices', 'DigitCanvasCocoDataset', 'make_digit_canvas_coco',
-    'PoseDigitsDataset', 'make_pose_digits_coco'
+    'split_mnist5k_indices', 'DigitCanvasCocoDataset', 'make_digit_canvas_coco'
 ]
+__all__ += ['PoseDigitsDataset', 'make_pose_digits_coco']

@@ -91,3 +91,31 @@ def digits_batch(digits_root):
     preprocessor = PoseDataPreprocessor(mean=[0.] * 3, std=[255.] * 3)
     with torch.no_grad():
         return preprocessor(batch, False)
+
+
+ARCHS = {'rtmpose': rtmpose_cfg, 'simplebaseline': simplebaseline_cfg}
+
+
+@pytest.fixture(scope='session')
+def calibrated(digits_batch):
+    """``calibrated(arch, backend, weight_bits=8)``: the tiny model
+    quantized for ``backend`` and calibrated on the 16 digits (observers
+    off afterwards), built once per session; callers that train deep-copy
+    it."""
+    from mmrazor_quant.models.fake_quants.utils import disable_observer
+    from mmrazor_quant.registry import MODELS
+    cache = {}
+
+    def get(arch: str, backend: str, weight_bits: int = 8):
+        key = arch, backend, weight_bits
+        if key not in cache:
+            torch.manual_seed(0)
+            model = MODELS.build(quant_cfg(ARCHS[arch](), backend,
+                                           weight_bits=weight_bits)).eval()
+            with torch.no_grad():
+                model(digits_batch['inputs'], mode='tensor')
+            disable_observer(model)
+            cache[key] = model
+        return cache[key]
+
+    return get

@@ -1,5 +1,6 @@
 """Bad input to the mmpose adapter, the pose data and the pose deploy head:
 clear errors naming the key."""
+import copy
 import json
 import os
 import os.path as osp
@@ -57,9 +58,9 @@ def test_flip_test_cannot_be_traced():
             MODELS.build(quant_cfg(arch))
 
 
-def test_deploy_head_needs_a_codec():
+def test_deploy_head_needs_a_codec(calibrated):
     from mmrazor_quant.deploy.pose import PoseDeployHead
-    model = MODELS.build(quant_cfg(simplebaseline_cfg()))
+    model = copy.deepcopy(calibrated('simplebaseline', 'openvino'))
     model.architecture.head.decoder = None
     with pytest.raises(ValueError, match=r'`head.decoder`'):
         PoseDeployHead().check_parity(model, None, 'x.onnx',

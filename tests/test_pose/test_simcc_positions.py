@@ -2,9 +2,7 @@
 hand from the rule table of docs/backends.md."""
 import pytest
 
-from mmrazor_quant.registry import MODELS
 from ..test_models.test_quantizers.test_positions import fake_quant_consumers
-from .conftest import quant_cfg, rtmpose_cfg
 
 # The head: final 7x7 conv -> flatten -> ScaleNorm (x / norm * g) -> Linear
 # (mlp.1) -> GAU block [ScaleNorm -> uv Linear -> SiLU -> split u | v | base;
@@ -59,8 +57,9 @@ HEAD_WEIGHTS = {'final_layer', 'mlp.1', 'gau.uv', 'gau.o', 'cls_x', 'cls_y'}
 
 @pytest.mark.parametrize('backend,expected', [('openvino', OPENVINO),
                                               ('tensorrt', TENSORRT)])
-def test_simcc_head_positions_follow_rule_table(backend, expected):
-    model = MODELS.build(quant_cfg(rtmpose_cfg(), backend))
+def test_simcc_head_positions_follow_rule_table(backend, expected,
+                                                calibrated):
+    model = calibrated('rtmpose', backend)
     table = fake_quant_consumers(model.qmodels['tensor'].graph)
     head = {k: v for k, v in table.items()
             if k.startswith('head_') or any('head_' in c for c in v)}

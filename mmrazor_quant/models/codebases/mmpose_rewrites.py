@@ -7,15 +7,17 @@ trace, :func:`mmpose_rewrites` swaps those methods for versions that move
 this work into the functions below, which ``torch.fx.wrap`` records as
 single ``call_function`` nodes; the graph then runs the real code at run
 time. The estimator's ``forward`` gets a default for ``data_samples``
-(None), so that every graph runs without data samples. The heads' ``forward`` stays traced (it is what gets quantized); their
-``decode`` and their loss modules are skipped methods of the adapter.
+(None), so that every graph runs without data samples. The heads'
+``forward`` stays traced (it is what gets quantized); their ``decode`` and
+their loss modules are skipped methods of the adapter.
 """
-import contextlib
 from types import SimpleNamespace
-from typing import Any, Iterator, List, Tuple
+from typing import Any, ContextManager, List, Tuple
 
 import torch
 import torch.fx
+
+from .swapped_methods import swapped_methods
 
 __all__ = ['mmpose_rewrites']
 
@@ -138,15 +140,6 @@ def _rewrites() -> List[Tuple[type, str, Any]]:
             (TopdownPoseEstimator, 'predict', _estimator_predict)]
 
 
-@contextlib.contextmanager
-def mmpose_rewrites() -> Iterator[None]:
+def mmpose_rewrites() -> ContextManager[None]:
     """Swap mmpose's sample-looping methods for traceable ones meanwhile."""
-    saved = []
-    try:
-        for owner, name, replacement in _rewrites():
-            saved.append((owner, name, owner.__dict__[name]))
-            setattr(owner, name, replacement)
-        yield
-    finally:
-        for owner, name, original in reversed(saved):
-            setattr(owner, name, original)
+    return swapped_methods(_rewrites())
