@@ -22,12 +22,12 @@ model_wrapper_cfg = dict(
     broadcast_buffers=False,
     find_unused_parameters=True)
 
-# Fine-tuning at the float run's final learning rates, cosine to zero; no
-# weight decay on the learned scales.
-max_epochs = 2
+# Fine-tuning at about the float run's final learning rate, cosine to
+# zero; no weight decay on the learned scales.
+max_epochs = 3
 optim_wrapper = dict(
     _delete_=True,
-    optimizer=dict(type='AdamW', lr=1e-4, weight_decay=0.),
+    optimizer=dict(type='AdamW', lr=2e-5, weight_decay=0.),
     paramwise_cfg=dict(custom_keys={'.scale': dict(decay_mult=0.0)}))
 param_scheduler = [
     dict(type='CosineAnnealingLR', T_max=max_epochs, by_epoch=True,
