@@ -26,8 +26,6 @@ keypoints), written atomically on first use.
 import json
 import os
 import os.path as osp
-import shutil
-import tempfile
 from typing import List, Optional
 
 import cv2
@@ -35,6 +33,7 @@ import numpy as np
 from mmpose.datasets.datasets.base import BaseCocoStyleDataset
 
 from mmrazor_quant.registry import DATASETS
+from .atomic_folder import atomic_folder
 from .mnist5k import (
     find_mnist5k_file,
     load_mnist5k_arrays,
@@ -146,10 +145,7 @@ def make_pose_digits_coco(root: str,
            for s in SPLITS):
         return root
     images, labels = load_mnist5k_arrays(data_file or find_mnist5k_file())
-    parent = osp.dirname(osp.abspath(root))
-    os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix='.pose_digits_', dir=parent)
-    try:
+    with atomic_folder(root, '.pose_digits_') as tmp:
         os.makedirs(osp.join(tmp, 'annotations'))
         for split, mnist_split, num in (('train', 'train', num_train),
                                         ('val', 'test', num_val)):
@@ -160,12 +156,6 @@ def make_pose_digits_coco(root: str,
             with open(osp.join(tmp, 'annotations', f'{split}.json'),
                       'w') as f:
                 json.dump(coco, f)
-        if osp.isdir(root):  # an incomplete earlier attempt
-            shutil.rmtree(root)
-        os.replace(tmp, root)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return root
 
 

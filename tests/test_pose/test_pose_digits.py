@@ -122,3 +122,17 @@ def test_coco_keypoint_ap_with_the_digit_sigmas(digits_root, offset, ap):
     pck.dataset_meta = dataset.metainfo
     pck.process([], samples)
     assert pck.evaluate(len(samples))['PCK'] == (1.0 if offset == 0 else 0.)
+
+
+def test_an_interrupted_write_leaves_no_folder(tmp_path):
+    from mmrazor_quant.datasets.atomic_folder import atomic_folder
+    root = tmp_path / 'digits'
+    with pytest.raises(RuntimeError, match='stop'):
+        with atomic_folder(str(root), '.digits_') as tmp:
+            (tmp_path / 'x').write_text('')
+            open(osp.join(tmp, 'half.json'), 'w').close()
+            raise RuntimeError('stop')
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['x']
+    with atomic_folder(str(root), '.digits_') as tmp:
+        open(osp.join(tmp, 'whole.json'), 'w').close()
+    assert sorted(p.name for p in root.iterdir()) == ['whole.json']
