@@ -163,6 +163,10 @@ def _pose_digits_metainfo() -> dict:
     colors = [[255, 128, 0], [0, 128, 255], [0, 255, 0], [255, 0, 255],
               [255, 255, 255]]
     swap = dict(left='right', right='left')
+    # A star: each extreme point linked to the centre (for drawing; it also
+    # keeps mmpose's skeleton arrays non-empty, which a checkpoint's
+    # dataset_meta needs to load with torch.load(weights_only=True)).
+    extremes = DIGIT_KEYPOINTS[:4]
     return dict(
         dataset_name='pose_digits',
         keypoint_info={
@@ -170,7 +174,10 @@ def _pose_digits_metainfo() -> dict:
                     swap=swap.get(name, ''))
             for i, name in enumerate(DIGIT_KEYPOINTS)
         },
-        skeleton_info={},
+        skeleton_info={
+            i: dict(link=(name, 'center'), id=i, color=colors[i])
+            for i, name in enumerate(extremes)
+        },
         joint_weights=[1.] * len(DIGIT_KEYPOINTS),
         sigmas=list(DIGIT_KEYPOINT_SIGMAS))
 

@@ -136,3 +136,21 @@ def test_an_interrupted_write_leaves_no_folder(tmp_path):
     with atomic_folder(str(root), '.digits_') as tmp:
         open(osp.join(tmp, 'whole.json'), 'w').close()
     assert sorted(p.name for p in root.iterdir()) == ['whole.json']
+
+
+def test_dataset_meta_loads_with_weights_only(tmp_path):
+    # A checkpoint's meta holds the dataset's parsed metainfo (numpy
+    # arrays); an empty array pickles a call of `bytes`, which
+    # torch.load(weights_only=True) refuses.
+    import torch
+    from mmpose.datasets.datasets.utils import parse_pose_metainfo
+
+    from mmrazor_quant.utils import register_checkpoint_safe_globals
+    meta = parse_pose_metainfo(PoseDigitsDataset.METAINFO)
+    assert meta['num_skeleton_links'] == 4
+    path = str(tmp_path / 'meta.pth')
+    torch.save(dict(meta=dict(dataset_meta=meta)), path)
+    register_checkpoint_safe_globals()
+    loaded = torch.load(path, weights_only=True)
+    np.testing.assert_allclose(loaded['meta']['dataset_meta']['sigmas'],
+                               DIGIT_KEYPOINT_SIGMAS)
