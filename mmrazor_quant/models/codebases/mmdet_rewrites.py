@@ -9,10 +9,11 @@ loops into the functions below, which ``torch.fx.wrap`` records as single
 Everything else (the head's ``forward``, and ``predict_by_feat`` /
 ``loss_by_feat`` when skipped, as MMRazor's configs do) is untouched.
 """
-import contextlib
-from typing import Any, Iterator, List, Tuple
+from typing import Any, ContextManager, List, Tuple
 
 import torch.fx
+
+from .swapped_methods import swapped_methods
 
 __all__ = ['mmdet_rewrites']
 
@@ -76,15 +77,6 @@ def _rewrites() -> List[Tuple[type, str, Any]]:
             (SingleStageDetector, 'predict', _detector_predict)]
 
 
-@contextlib.contextmanager
-def mmdet_rewrites() -> Iterator[None]:
+def mmdet_rewrites() -> ContextManager[None]:
     """Swap mmdet's sample-looping methods for traceable ones meanwhile."""
-    saved = []
-    try:
-        for owner, name, replacement in _rewrites():
-            saved.append((owner, name, owner.__dict__[name]))
-            setattr(owner, name, replacement)
-        yield
-    finally:
-        for owner, name, original in reversed(saved):
-            setattr(owner, name, original)
+    return swapped_methods(_rewrites())
