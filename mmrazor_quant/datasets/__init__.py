@@ -7,9 +7,11 @@ from .mnist5k import (
                       load_mnist5k_arrays,
                       split_mnist5k_indices,
 )
+from .seg_digits import DigitCanvasSegDataset
 from .transforms import GrayToRGB
 
 __all__ = [
     'MNIST5k', 'GrayToRGB', 'find_mnist5k_file', 'load_mnist5k_arrays',
-    'split_mnist5k_indices', 'DigitCanvasCocoDataset', 'make_digit_canvas_coco'
+    'split_mnist5k_indices', 'DigitCanvasCocoDataset',
+    'make_digit_canvas_coco', 'DigitCanvasSegDataset'
 ]

@@ -1,0 +1,94 @@
+"""mmseg segmentors traced and quantized in tensor, predict and loss modes,
+and one QAT step."""
+import pytest
+import torch
+
+from mmrazor_quant.models.codebases import codebase_of
+from mmrazor_quant.registry import MODELS
+from .conftest import seg_batch
+from .toy_segmentors import NUM_CLASSES, fastscnn_cfg, quant_cfg, segformer_cfg
+
+MODELS_AT = {'fastscnn': (fastscnn_cfg, 64, 8), 'segformer': (segformer_cfg,
+                                                              32, 4)}
+
+
+@pytest.mark.parametrize('name', list(MODELS_AT))
+@pytest.mark.parametrize('backend', ['openvino', 'tensorrt'])
+def test_three_modes_trace_and_run(name, backend):
+    make, size, stride = MODELS_AT[name]
+    torch.manual_seed(0)
+    model = MODELS.build(quant_cfg(make(), backend, size))
+    assert set(model.qmodels) == {'tensor', 'predict', 'loss'}
+    data = model.data_preprocessor(seg_batch(size), True)
+    logits = model(data['inputs'], mode='tensor')
+    assert logits.shape == (2, NUM_CLASSES, size // stride, size // stride)
+    preds = model(data['inputs'], data['data_samples'], mode='predict')
+    assert preds[0].pred_sem_seg.data.shape == (1, size, size)
+    # predict = the float model's post-processing of the tensor graph
+    assert torch.equal(
+        preds[0].seg_logits.data.argmax(0, keepdim=True),
+        preds[0].pred_sem_seg.data)
+    losses = model(data['inputs'], data['data_samples'], mode='loss')
+    assert 'decode.loss_ce' in losses
+    assert ('aux_0.loss_ce' in losses) == (name == 'fastscnn')
+    assert all(torch.isfinite(v) for k, v in losses.items() if 'loss' in k)
+
+
+def test_predict_without_data_samples_sizes_from_the_batch():
+    model = MODELS.build(quant_cfg(segformer_cfg(), 'openvino', 32)).eval()
+    preds = model(torch.rand(1, 3, 32, 32), None, mode='predict')
+    assert preds[0].pred_sem_seg.data.shape == (1, 32, 32)
+
+
+def test_predict_and_tensor_graphs_match_the_float_model_unquantized():
+    from mmrazor_quant.models.fake_quants.utils import disable_fake_quant
+    torch.manual_seed(0)
+    float_model = MODELS.build(segformer_cfg()).eval()
+    model = MODELS.build(quant_cfg(segformer_cfg(), 'openvino', 32)).eval()
+    model.architecture.load_state_dict(float_model.state_dict(),
+                                       strict=False)
+    disable_fake_quant(model)
+    x = torch.rand(2, 3, 32, 32)
+    with torch.no_grad():
+        want = float_model(x, mode='tensor')
+        got = model(x, mode='tensor')
+        pred = model(x, None, mode='predict')
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    want_pred = float_model.predict(x)
+    assert torch.equal(pred[1].pred_sem_seg.data,
+                       want_pred[1].pred_sem_seg.data)
+
+
+@pytest.mark.parametrize('name', list(MODELS_AT))
+def test_one_lsq_training_step(name):
+    make, size, _ = MODELS_AT[name]
+    torch.manual_seed(0)
+    model = MODELS.build(quant_cfg(make(), 'openvino', size, lsq=True))
+    data = model.data_preprocessor(seg_batch(size), True)
+    with torch.no_grad():  # LSQ's first batch sets the scales
+        model(data['inputs'], data['data_samples'], mode='loss')
+    params = [p for p in model.parameters() if p.requires_grad]
+    before = [p.detach().clone() for p in params]
+    optim = torch.optim.SGD(params, lr=1e-2)
+    losses = model(data['inputs'], data['data_samples'], mode='loss')
+    loss = sum(v for k, v in losses.items() if 'loss' in k)
+    loss.backward()
+    scales = [m.scale for m in model.modules()
+              if type(m).__name__ == 'LearnableFakeQuantize']
+    assert scales and all(s.grad is not None for s in scales)
+    optim.step()
+    changed = sum(not torch.equal(a, p) for a, p in zip(before, params))
+    assert changed > len(params) // 2
+
+
+def test_dummy_data_samples_train_the_loss_mode():
+    model = MODELS.build(quant_cfg(segformer_cfg(), 'openvino', 32))
+    x = torch.rand(2, 3, 32, 32)
+    adapter = codebase_of(model.architecture)
+    assert adapter.task == 'segmentation'
+    samples = adapter.dummy_data_samples(x, model(x, mode='tensor'))
+    # stripes labelled 0, 1, 2 across the width
+    assert samples[0].gt_sem_seg.data[0, 0].tolist() == \
+        [0] * 11 + [1] * 11 + [2] * 10
+    losses = model(x, samples, mode='loss')
+    assert torch.isfinite(losses['decode.loss_ce'])
