@@ -28,11 +28,36 @@ from torch import Tensor
 __all__ = ['mmseg_rewrites', 'adaptive_avg_pool_by_bins']
 
 
+def checked_seg_samples(data_samples: List[Any],
+                        need_gt: bool = True) -> List[Any]:
+    """``data_samples`` unchanged if they are mmseg's ``SegDataSample``s
+    (with ``gt_sem_seg`` when ``need_gt``).
+
+    Raises:
+        TypeError: If a sample is of another type (e.g. mmdet's
+            ``DetDataSample``).
+        ValueError: If ``need_gt`` and a sample has no ``gt_sem_seg``.
+    """
+    from mmseg.structures import SegDataSample
+    for i, sample in enumerate(data_samples):
+        if not isinstance(sample, SegDataSample):
+            raise TypeError(
+                f'data_samples[{i}] is a {type(sample).__name__}; mmseg '
+                'segmentors take SegDataSample (mmseg.structures), as '
+                "mmseg's PackSegInputs packs them")
+        if need_gt and 'gt_sem_seg' not in sample:
+            raise ValueError(
+                f'data_samples[{i}] has no gt_sem_seg: the loss mode needs '
+                "the label map (mmseg's LoadAnnotations in the pipeline)")
+    return data_samples
+
+
 def seg_img_metas(inputs: Tensor,
                   data_samples: Optional[List[Any]]) -> List[dict]:
     """The ``metainfo`` of each sample; without samples, those
     ``EncoderDecoder.predict`` makes from the batch's size."""
     if data_samples is not None:
+        checked_seg_samples(data_samples, need_gt=False)
         return [sample.metainfo for sample in data_samples]
     hw = inputs.shape[2:]
     return [dict(ori_shape=hw, img_shape=hw, pad_shape=hw,
@@ -105,6 +130,7 @@ def _ppm_forward(self, x: Tensor) -> List[Tensor]:
 
 
 # Record calls of these as graph nodes instead of tracing into them.
+torch.fx.wrap('checked_seg_samples')
 torch.fx.wrap('seg_img_metas')
 torch.fx.wrap('seg_predictions')
 torch.fx.wrap('prefixed_losses')
@@ -135,6 +161,7 @@ def _heads(segmentor) -> List[Tuple[str, Any]]:
 
 
 def _segmentor_loss(self, inputs: Tensor, data_samples) -> dict:
+    data_samples = checked_seg_samples(data_samples)
     x = self.extract_feat(inputs)
     losses = {prefix: head.loss(x, data_samples, self.train_cfg)
               for prefix, head in _heads(self)}
