@@ -4,7 +4,10 @@ import pytest
 import torch
 
 from mmrazor_quant.deploy import deploy_head_of, export_model
-from mmrazor_quant.deploy.segmentation import SegmentationDeployHead, seg_labels
+from mmrazor_quant.deploy.segmentation import (
+    SegmentationDeployHead,
+    seg_labels,
+)
 from mmrazor_quant.models.fake_quants.utils import disable_observer
 from mmrazor_quant.registry import MODELS
 from ..int8_host import int8_weight_bits

@@ -11,6 +11,9 @@ model = dict(
     _delete_=True,
     type='mmrazor_quant.MMArchitectureQuant',
     architecture=_base_.model,
+    # calibrated on what inference runs: the auxiliary heads (loss only)
+    # stay float
+    forward_modes=('tensor', 'predict'),
     # written by tools/demo.py --task seg
     float_checkpoint='work_dirs/fp32/fastscnn_digits/float.pth',
     quantizer=_base_.quantizer)

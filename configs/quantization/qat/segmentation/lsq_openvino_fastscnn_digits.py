@@ -10,8 +10,9 @@ _base_ = [
     './_base_/lsq_w8a8.py'
 ]
 
-model = dict(quantizer=dict(global_qconfig=dict(
-    _delete_=True, **_base_.lsq_qconfig)))
+model = dict(
+    forward_modes=('tensor', 'predict', 'loss'),
+    quantizer=dict(global_qconfig=dict(_delete_=True, **_base_.lsq_qconfig)))
 max_epochs = 1
 optim_wrapper = dict(_delete_=True, **_base_.lsq_optim_wrapper)
 param_scheduler = [
