@@ -92,3 +92,29 @@ def test_dummy_data_samples_train_the_loss_mode():
         [0] * 11 + [1] * 11 + [2] * 10
     losses = model(x, samples, mode='loss')
     assert torch.isfinite(losses['decode.loss_ce'])
+
+
+@pytest.mark.parametrize('hw', [(2, 2), (3, 5), (8, 8)])
+@pytest.mark.parametrize('size', [1, 2, 3, 6, (2, 5)])
+def test_pooling_by_bins_is_adaptive_average_pooling(hw, size):
+    from mmrazor_quant.models.codebases.mmseg_rewrites import (
+        adaptive_avg_pool_by_bins,
+    )
+    x = torch.randn(2, 3, *hw)
+    torch.testing.assert_close(adaptive_avg_pool_by_bins(x, size),
+                               torch.nn.functional.adaptive_avg_pool2d(
+                                   x, size))
+
+
+def test_fastscnn_pyramid_pooling_traces_without_adaptive_pools():
+    # its 2 x 2 global features pool to 3 x 3 and 6 x 6: bins of slices
+    # and means in the graph, 1 x 1 and 2 x 2 stay adaptive pools
+    model = MODELS.build(quant_cfg(fastscnn_cfg(), 'openvino', 64))
+    nodes = list(model.qmodels['tensor'].graph.nodes)
+    pools = [n.target for n in nodes if n.op == 'call_module'
+             and str(n.target).endswith(('ppm.0.0', 'ppm.1.0', 'ppm.2.0',
+                                         'ppm.3.0'))]
+    assert sorted(pools) == ['backbone.global_feature_extractor.ppm.0.0',
+                             'backbone.global_feature_extractor.ppm.1.0']
+    # one slice per bin and axis: (3 + 3) + (6 + 6)
+    assert sum(n.target == 'narrow' for n in nodes) == 18
