@@ -18,7 +18,21 @@ MODELS_AT = {'fastscnn': (fastscnn_cfg, 64), 'segformer': (segformer_cfg,
                                                            32)}
 
 
-def _exported(name, backend, tmp_path):
+@pytest.fixture(scope='module')
+def exported(tmp_path_factory):
+    """``(name, backend) -> export``, each built once for its runtimes."""
+    cache = {}
+
+    def get(name, backend):
+        if (name, backend) not in cache:
+            cache[name, backend] = _export(name, backend,
+                                           tmp_path_factory.mktemp(backend))
+        return cache[name, backend]
+
+    return get
+
+
+def _export(name, backend, tmp_path):
     """The model calibrated on 8 bar images and exported (OpenVINO's
     weights on 7 bits where this CPU's int8 kernels saturate)."""
     make, size = MODELS_AT[name]
@@ -44,8 +58,8 @@ def _exported(name, backend, tmp_path):
     ('tensorrt', 'onnxruntime'),
 ])
 def test_logits_and_labels_match_simulation(name, backend, runtime,
-                                            tmp_path):
-    model, result, path, data = _exported(name, backend, tmp_path)
+                                            exported):
+    model, result, path, data = exported(name, backend)
     head = deploy_head_of(model)
     assert isinstance(head, SegmentationDeployHead)
     report = head.check_parity(model, result.deploy_model, path,
