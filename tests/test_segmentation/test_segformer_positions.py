@@ -13,16 +13,16 @@ from .toy_segmentors import quant_cfg, segformer_cfg
 #                               values, torch's nn.MultiheadAttention, drop
 #   x = x + ffn(norm2(x))      Mix-FFN: conv 1x1, depthwise conv 3x3 (the
 #                               positional encoding), GELU, conv 1x1, drop
-# torch's nn.MultiheadAttention is a leaf of the trace (a torch.nn module):
-# an op none of the backends' rules quantize, so its inputs stay float and
-# it runs in float in the simulation and in the exported graph.
+# torch's nn.MultiheadAttention is written out by the mmseg adapter's trace
+# rewrite: q, k, v = F.linear(in_proj_weight slices) (float: not a module),
+# softmax(q * d^-0.5 @ k^T) @ v, then the out_proj linear.
 L = 'backbone_layers_0_1_0_'
 COMMON = {
     # the image: quantized for the patch embedding's conv
     'inputs': ['backbone_layers_0_0_projection'],
     # the residual add: its identity input (the patch embedding's LayerNorm,
     # not a conv/linear output) is quantized, and so is the attention
-    # branch (a leaf, not a conv/linear either)
+    # branch (out_proj behind dropouts, not fused into the add)
     'backbone_layers_0_0_norm': ['add'],
     L + 'attn_dropout_layer': ['add'],
     # second residual add: the first add's output and the Mix-FFN output
@@ -37,20 +37,40 @@ EXPECTED = {
     # quantizes: the SR conv's and the first Mix-FFN conv's inputs sit on the
     # transpose before nlc_to_nchw's reshape; GELU runs in float and the
     # second 1x1 conv quantizes its output (before the dropout, a shape op).
+    # Both matmuls quantize both inputs (cnn placement): the scaled q, k
+    # and v (after the head split, before the transposes), the softmax
+    # output; the out_proj linear quantizes
+    # attn @ V before the merge of the heads.
     'openvino': dict(COMMON, **{
         L + 'attn_transpose': ['reshape'],
-        L + 'ffn_transpose': ['reshape_1'],
+        L + 'attn_reshape_2': ['transpose_4'],
+        L + 'attn_reshape_3': ['transpose_5'],
+        L + 'attn_mul_1': ['matmul'],
+        L + 'attn_softmax': ['matmul_1'],
+        L + 'attn_transpose_6': ['reshape_4'],
+        L + 'ffn_transpose': ['reshape_5'],
         L + 'ffn_activate': [L + 'ffn_layers_3'],
     }),
     # TensorRT: reshapes are agnostic, each conv quantizes its own input
     # (after the reshape; after the GELU's dropout for the second conv).
+    # Same quantized tensors, each right before its consumer (after the
+    # head split, the transpose of k, the merge of the heads).
     'tensorrt': dict(COMMON, **{
         L + 'attn_reshape': [L + 'attn_sr'],
+        L + 'attn_mul_1': ['matmul'],
+        L + 'attn_transpose_5': ['matmul'],
+        L + 'attn_softmax': ['matmul_1'],
+        L + 'attn_transpose_4': ['matmul_1'],
+        L + 'attn_reshape_4': [L + 'attn_attn_out_proj'],
         L + 'ffn_reshape': [L + 'ffn_layers_0'],
         L + 'ffn_layers_3': [L + 'ffn_layers_4'],
     }),
 }
-WEIGHTED = {  # convs swapped for QAT convs that quantize their weights
+# convs swapped for QAT convs that quantize their weights; the attention's
+# weights stay float: q/k/v are functional on the packed weight, and
+# out_proj is torch's NonDynamicallyQuantizableLinear, which no QAT module
+# replaces (its input is quantized as a linear's)
+WEIGHTED = {
     'backbone.layers.0.0.projection', 'backbone.layers.0.1.0.attn.sr',
     'backbone.layers.0.1.0.ffn.layers.0', 'backbone.layers.0.1.0.ffn.layers.1',
     'backbone.layers.0.1.0.ffn.layers.4'

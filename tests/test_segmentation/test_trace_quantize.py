@@ -118,3 +118,25 @@ def test_fastscnn_pyramid_pooling_traces_without_adaptive_pools():
                              'backbone.global_feature_extractor.ppm.1.0']
     # one slice per bin and axis: (3 + 3) + (6 + 6)
     assert sum(n.target == 'narrow' for n in nodes) == 18
+
+
+@pytest.mark.parametrize('heads', [1, 2, 5])
+def test_written_out_attention_is_torch_attention(heads):
+    from mmrazor_quant.models.codebases.mmseg_rewrites import (
+        written_out_attention,
+    )
+    torch.manual_seed(0)
+    mha = torch.nn.MultiheadAttention(40, heads).eval()
+    q, kv = torch.randn(2, 7, 40), torch.randn(2, 3, 40)
+    want = mha(q.transpose(0, 1), kv.transpose(0, 1),
+               kv.transpose(0, 1))[0].transpose(0, 1)
+    torch.testing.assert_close(written_out_attention(mha, q, kv), want,
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_attention_dropout_is_refused_with_its_key():
+    cfg = segformer_cfg()
+    cfg.backbone.attn_drop_rate = 0.1
+    with pytest.raises(Exception, match=r'no attention dropout '
+                       r'\(attn_drop_rate=0\)'):
+        MODELS.build(quant_cfg(cfg, 'openvino', 32))

@@ -16,6 +16,14 @@ sizes (1, 2, 3, 6) that need not divide the feature map (Fast-SCNN's is
 2 x 2 at a 64 x 64 input), which ONNX cannot export; its trace pools each
 bin with a slice and a mean instead (:func:`adaptive_avg_pool_by_bins`),
 the same numbers in ops every runtime has.
+
+SegFormer's ``EfficientMultiheadAttention`` calls torch's
+``nn.MultiheadAttention``, a ``torch.nn`` module the tracer keeps whole
+(and so in float). Its trace writes the attention out
+(:func:`written_out_attention`): the query, key and value projections of
+the packed ``in_proj_weight`` (``F.linear``), ``Q @ K^T``, softmax,
+``attn @ V`` and the ``out_proj`` linear, so the backends' rules quantize
+the two matmuls and the output projection.
 """
 import contextlib
 from typing import Any, Dict, Iterator, List, Optional, Tuple
@@ -23,9 +31,12 @@ from unittest import mock
 
 import torch
 import torch.fx
+import torch.nn.functional as F
 from torch import Tensor
 
-__all__ = ['mmseg_rewrites', 'adaptive_avg_pool_by_bins']
+__all__ = [
+    'mmseg_rewrites', 'adaptive_avg_pool_by_bins', 'written_out_attention'
+]
 
 
 def checked_seg_samples(data_samples: List[Any],
@@ -129,6 +140,54 @@ def _ppm_forward(self, x: Tensor) -> List[Tensor]:
     return outs
 
 
+def written_out_attention(mha: torch.nn.MultiheadAttention, query: Tensor,
+                          key_value: Tensor) -> Tensor:
+    """``mha(query, key_value, key_value)[0]`` for batch-first ``(N, L,
+    E)`` inputs of a ``nn.MultiheadAttention`` with one packed
+    ``in_proj_weight``, written out in traceable ops (no mask, no bias_k /
+    bias_v)."""
+    embed, heads = mha.embed_dim, mha.num_heads
+    dim = embed // heads
+    w_q, w_k, w_v = mha.in_proj_weight.chunk(3)
+    b_q, b_k, b_v = (None, ) * 3 if mha.in_proj_bias is None else \
+        mha.in_proj_bias.chunk(3)
+
+    def split_heads(x: Tensor) -> Tensor:  # (N, L, E) -> (N, h, L, d)
+        return x.reshape(x.shape[0], -1, heads, dim).transpose(1, 2)
+
+    q = split_heads(F.linear(query, w_q, b_q))
+    k = split_heads(F.linear(key_value, w_k, b_k))
+    v = split_heads(F.linear(key_value, w_v, b_v))
+    attn = torch.softmax(
+        torch.matmul(q * dim**-0.5, k.transpose(-2, -1)), dim=-1)
+    out = torch.matmul(attn, v).transpose(1, 2)
+    out = out.reshape(out.shape[0], -1, embed)
+    return mha.out_proj(out)
+
+
+def _efficient_attention_forward(self, x: Tensor, hw_shape,
+                                 identity: Optional[Tensor] = None):
+    from mmseg.models.utils import nchw_to_nlc, nlc_to_nchw
+    mha = self.attn
+    if not mha._qkv_same_embed_dim or mha.bias_k is not None \
+            or mha.dropout > 0:
+        # a traced dropout would keep the training flag of the trace
+        raise ValueError(
+            f'{type(self).__name__}: only attention with one packed '
+            'in_proj_weight, no bias_k/bias_v and no attention dropout '
+            '(attn_drop_rate=0) is written out for tracing')
+    x_kv = x
+    if self.sr_ratio > 1:
+        x_kv = self.norm(nchw_to_nlc(self.sr(nlc_to_nchw(x, hw_shape))))
+    identity = x if identity is None else identity
+    if self.batch_first:
+        out = written_out_attention(mha, x, x_kv)
+    else:  # (L, N, E) inputs
+        out = written_out_attention(mha, x.transpose(0, 1),
+                                    x_kv.transpose(0, 1)).transpose(0, 1)
+    return identity + self.dropout_layer(self.proj_drop(out))
+
+
 # Record calls of these as graph nodes instead of tracing into them.
 torch.fx.wrap('checked_seg_samples')
 torch.fx.wrap('seg_img_metas')
@@ -170,13 +229,16 @@ def _segmentor_loss(self, inputs: Tensor, data_samples) -> dict:
 
 def _rewrites() -> List[Tuple[type, str, Any]]:
     try:
+        from mmseg.models.backbones.mit import EfficientMultiheadAttention
         from mmseg.models.decode_heads.psp_head import PPM
         from mmseg.models.segmentors import EncoderDecoder
     except ImportError:  # no mmseg: nothing to rewrite
         return []
     return [(EncoderDecoder, 'predict', _segmentor_predict),
             (EncoderDecoder, 'loss', _segmentor_loss),
-            (PPM, 'forward', _ppm_forward)]
+            (PPM, 'forward', _ppm_forward),
+            (EfficientMultiheadAttention, 'forward',
+             _efficient_attention_forward)]
 
 
 @contextlib.contextmanager

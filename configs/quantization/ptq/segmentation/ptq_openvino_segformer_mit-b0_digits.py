@@ -11,6 +11,8 @@ model = dict(
     _delete_=True,
     type='mmrazor_quant.MMArchitectureQuant',
     architecture=_base_.model,
+    # the canvases' size (what the test pipeline's Resize gives)
+    input_shape=(3, *_base_.crop_size),
     # calibrated on what inference runs: the auxiliary heads (loss only)
     # stay float
     forward_modes=('tensor', 'predict'),

@@ -12,7 +12,7 @@ model = dict(
         first_last_bit=8,
         global_qconfig=dict(w_qscheme=dict(bit=4))))
 
-# 4-bit weights need a second epoch and a larger step to recover.
+# 4-bit weights need a larger step to recover.
 max_epochs = 2
 optim_wrapper = dict(optimizer=dict(lr=2e-4))
 param_scheduler = [

@@ -13,7 +13,7 @@ _base_ = [
 model = dict(
     forward_modes=('tensor', 'predict', 'loss'),
     quantizer=dict(global_qconfig=dict(_delete_=True, **_base_.lsq_qconfig)))
-max_epochs = 1
+max_epochs = 2
 optim_wrapper = dict(_delete_=True, **_base_.lsq_optim_wrapper)
 param_scheduler = [
     dict(type='CosineAnnealingLR', T_max=max_epochs, by_epoch=True,
