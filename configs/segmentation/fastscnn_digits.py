@@ -9,13 +9,17 @@ _base_ = [
 # Softmax cross-entropy instead of the Cityscapes config's sigmoid one: with
 # the sigmoid loss the model stayed at all-background for 3 epochs.
 softmax_ce = dict(type='CrossEntropyLoss', use_sigmoid=False)
+# BN instead of SyncBN (one process; the same state dict): the quantizer
+# folds Conv+BN, not Conv+SyncBN.
+norm_cfg = dict(type='BN', requires_grad=True, momentum=0.01)
 data_preprocessor = dict(size=_base_.crop_size)
 model = dict(
     data_preprocessor=data_preprocessor,
-    decode_head=dict(num_classes=_base_.num_classes,
+    backbone=dict(norm_cfg=norm_cfg),
+    decode_head=dict(num_classes=_base_.num_classes, norm_cfg=norm_cfg,
                      loss_decode=dict(softmax_ce, loss_weight=1.0)),
     auxiliary_head=[
-        dict(head, num_classes=_base_.num_classes,
+        dict(head, num_classes=_base_.num_classes, norm_cfg=norm_cfg,
              loss_decode=dict(softmax_ce, loss_weight=0.4))
         for head in _base_.model.auxiliary_head
     ])

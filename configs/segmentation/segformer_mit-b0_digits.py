@@ -7,10 +7,13 @@ _base_ = [
     './_base_/digits_runtime.py',
 ]
 
+# BN instead of SyncBN in the head (one process; the same state dict): the
+# quantizer folds Conv+BN, not Conv+SyncBN.
+norm_cfg = dict(type='BN', requires_grad=True)
 data_preprocessor = dict(size=_base_.crop_size)
 model = dict(
     data_preprocessor=data_preprocessor,
-    decode_head=dict(num_classes=_base_.num_classes))
+    decode_head=dict(num_classes=_base_.num_classes, norm_cfg=norm_cfg))
 
 max_epochs = 5
 train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=max_epochs,
