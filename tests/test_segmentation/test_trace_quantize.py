@@ -140,3 +140,16 @@ def test_attention_dropout_is_refused_with_its_key():
     with pytest.raises(Exception, match=r'no attention dropout '
                        r'\(attn_drop_rate=0\)'):
         MODELS.build(quant_cfg(cfg, 'openvino', 32))
+
+
+def test_input_shape_from_the_test_pipeline_else_512():
+    model = MODELS.build(segformer_cfg())
+    adapter = codebase_of(model)
+    pipeline = [dict(type='LoadImageFromFile'),
+                dict(type='Resize', scale=(48, 32), keep_ratio=False),
+                dict(type='LoadAnnotations'), dict(type='PackSegInputs')]
+    assert adapter.input_shape(model, pipeline) == (
+        (3, 32, 48), "the test pipeline's Resize")
+    # mmseg's own test pipelines keep the ratio: the adapter's default
+    keep = [dict(type='Resize', scale=(2048, 512), keep_ratio=True)]
+    assert adapter.input_shape(model, keep)[0] == (3, 512, 512)
