@@ -4,10 +4,11 @@ from .lookup import block_types_of, codebase_of, codebases_of
 from .mmcls import MMClsCodebase
 from .mmdet import MMDetCodebase
 from .mmengine import MMEngineCodebase
+from .mmpretrain import MMPretrainCodebase
 from .mmseg import MMSegCodebase
 
 __all__ = [
     'BaseCodebase', 'InputShape', 'codebases_of', 'codebase_of',
     'block_types_of', 'MMClsCodebase', 'MMDetCodebase', 'MMEngineCodebase',
-    'MMSegCodebase'
+    'MMPretrainCodebase', 'MMSegCodebase'
 ]
