@@ -64,8 +64,10 @@ EXPECTED_IMAGENET = {
 
 ISSUE_CONFIGS = sorted(EXPECTED_MNIST | EXPECTED_IMAGENET)
 # Configs added for other features (e.g. advanced PTQ) only need to build.
-# Data tables read by tests and benchmarks, not runnable configs.
-TABLES = {'model_zoo/mmcls_families.py'}
+# Data tables read by tests, benchmarks and tools/demo.py (configs/demo/),
+# not runnable configs.
+TABLES = {'model_zoo/mmcls_families.py'} | {
+    c for c in CONFIGS if c.startswith('demo' + osp.sep)}
 OTHER_CONFIGS = [
     c for c in CONFIGS
     if c not in EXPECTED_MNIST | EXPECTED_IMAGENET | TABLES

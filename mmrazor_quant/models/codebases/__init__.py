@@ -6,9 +6,10 @@ from .mmdet import MMDetCodebase
 from .mmengine import MMEngineCodebase
 from .mmpose import MMPoseCodebase
 from .mmpretrain import MMPretrainCodebase
+from .mmseg import MMSegCodebase
 
 __all__ = [
     'BaseCodebase', 'InputShape', 'codebases_of', 'codebase_of',
     'block_types_of', 'MMClsCodebase', 'MMDetCodebase', 'MMEngineCodebase',
-    'MMPoseCodebase', 'MMPretrainCodebase'
+    'MMPoseCodebase', 'MMPretrainCodebase', 'MMSegCodebase'
 ]
