@@ -45,6 +45,8 @@ from mmengine.runner.checkpoint import weights_to_cpu
 
 from mmrazor_quant.registry import register_all_modules
 from mmrazor_quant.utils import register_checkpoint_safe_globals
+from mmrazor_quant.utils.config_checks import check_loop_cfgs, load_config
+from mmrazor_quant.utils.data_pipeline import add_test_pipeline
 from mmrazor_quant.utils.quiet import quiet_runner_logs, quiet_stack_warnings
 
 REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
@@ -114,8 +116,10 @@ def load_demo(task: str) -> Config:
 
 def load_cfg(config: str, work_dir: str, name: str, verbose: bool,
              **options) -> Config:
-    cfg = Config.fromfile(osp.join(REPO, config))
-    cfg.merge_from_dict(options)
+    # As the tools load a config: uninstalled codebases named, the test
+    # pipeline handed to the quantized model, loops checked.
+    cfg = add_test_pipeline(load_config(osp.join(REPO, config), options))
+    check_loop_cfgs(cfg)
     cfg.work_dir = work_dir
     # One process runs many Runners: each needs its own logger/visualizer.
     cfg.experiment_name = f'{name}_{time.strftime("%Y%m%d_%H%M%S")}'
