@@ -7,6 +7,7 @@ import onnx
 import torch
 from torch import fx, nn
 
+from mmrazor_quant.backends import get_backend
 from mmrazor_quant.registry import EXPORTERS
 from ..atomic import atomic_outputs
 from ..dead_code import remove_dead_code
@@ -47,6 +48,23 @@ class LiteRTExporter(ONNXRuntimeExporter):
         self._tflite: Optional[bytes] = None
         self._tflite_tmp: Optional[str] = None
 
+    def check_quantizer(self, qmodel: nn.Module) -> None:
+        """Raise ValueError if ``qmodel`` was quantized for another
+        deploy target (its placement and schemes are that target's)."""
+        quantizer = getattr(qmodel, 'quantizer', None)
+        if quantizer is None or get_backend(
+                self.backend).accepts_quantizer(quantizer):
+            return
+        raise ValueError(
+            f'LiteRT: the model was quantized by {type(quantizer).__name__} '
+            f'(backend {quantizer.backend!r}), whose placement and schemes '
+            'are that target\'s; quantize it with LiteRTQuantizer (the '
+            'TFLite int8 spec) to export it to LiteRT')
+
+    def prepare_model(self, qmodel: nn.Module) -> Optional[str]:
+        self.check_quantizer(qmodel)
+        return super().prepare_model(qmodel)
+
     def check_model(self, model: fx.GraphModule) -> None:
         # names of the fake quants, for the .tflite tensors and messages
         self._layers = {
@@ -81,6 +99,7 @@ class LiteRTExporter(ONNXRuntimeExporter):
             raise ValueError(f'LiteRT: give the .onnx path to export to '
                              f'(the .tflite goes beside it), got '
                              f'{onnx_path!r}')
+        self.check_quantizer(qmodel)
         with atomic_outputs([tflite_path]) as (tmp, ):
             self._tflite_tmp = tmp
             result = super().export(qmodel, example_input[:1], onnx_path)

@@ -69,11 +69,12 @@ class QConst:
     scale: np.ndarray
     zero_point: np.ndarray
     axis: Optional[int]
+    name: str = 'const'
 
     def transposed(self, perm: Sequence[int]) -> 'QConst':
         axis = None if self.axis is None else list(perm).index(self.axis)
         return QConst(self.values.transpose(perm), self.scale,
-                      self.zero_point, axis)
+                      self.zero_point, axis, self.name)
 
 
 @dataclass
@@ -280,8 +281,10 @@ class _Converter:
         index = self.const_int8(name, q, qparams)
         return QValue(index, values.shape, qparams)
 
-    def int8_operand(self, const: QConst, nhwc: bool, name: str) -> QValue:
-        """A quantized constant operand (per tensor) as an int8 tensor."""
+    def int8_operand(self, const: QConst, nhwc: bool) -> QValue:
+        """A quantized constant operand (per tensor) as an int8 tensor,
+        named after its fake quant."""
+        name = const.name
         values = const.values
         if nhwc and values.ndim == 4:
             values = values.transpose(_NCHW_TO_NHWC)
@@ -368,7 +371,8 @@ class _Converter:
             if axis is not None and axis < 0:
                 axis += x.ndim
             return QConst(x, np.atleast_1d(scale).astype(np.float32),
-                          np.atleast_1d(zero_point), axis)
+                          np.atleast_1d(zero_point), axis,
+                          self.layer_name(node.input[1]))
         self.unsupported(node, 'dequantizes a float tensor')
 
     # -- shape ops on int8 tensors -----------------------------------------
@@ -617,7 +621,7 @@ class _Converter:
             if isinstance(v, QValue):
                 inputs.append(self.layout(v, nhwc))
             elif isinstance(v, QConst):
-                inputs.append(self.int8_operand(v, nhwc, f'{name}_const{i}'))
+                inputs.append(self.int8_operand(v, nhwc))
             else:
                 const = v if not nhwc or np.ndim(v) != 4 else \
                     v.transpose(_NCHW_TO_NHWC)
