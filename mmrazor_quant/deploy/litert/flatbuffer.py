@@ -6,7 +6,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ['TFLiteGraph', 'QParams']
+from .runtime import MISSING_RUNTIME
+
+__all__ = ['TFLiteGraph', 'QParams', 'schema_module']
 
 #: numpy dtype -> TFLite ``TensorType`` name.
 _TENSOR_TYPES = {
@@ -21,10 +23,18 @@ _PLACEHOLDER_FOR_GREATER_OP_CODES = 127
 _ALIGN = 16
 
 
-def _schema(name: str):
+def schema_module(name: str):
     """A module of the ``tflite`` schema package (``tflite/__init__``
-    re-exports the classes under the same names, hiding the modules)."""
-    return importlib.import_module(f'tflite.{name}')
+    re-exports the classes under the same names, hiding the modules).
+
+    Raises:
+        ImportError: If ``tflite`` is not installed (says how to install
+            it).
+    """
+    try:
+        return importlib.import_module(f'tflite.{name}')
+    except ImportError as e:
+        raise ImportError(MISSING_RUNTIME) from e
 
 
 @dataclass(frozen=True)
@@ -128,7 +138,7 @@ class TFLiteGraph:
         code_offsets = [self._op_code(b, c, v) for c, v in codes]
         ops = [self._operator(b, op, codes[(op.code, op.version)])
                for op in self.ops]
-        sg = _schema('SubGraph')
+        sg = schema_module('SubGraph')
         tv = _offsets(b, tensors, sg.StartTensorsVector)
         iv = _ints(b, self.inputs, sg.StartInputsVector)
         ov = _ints(b, self.outputs, sg.StartOutputsVector)
@@ -141,7 +151,7 @@ class TFLiteGraph:
         sg.AddOperators(b, opv)
         sg.AddName(b, name)
         subgraph = sg.End(b)
-        model = _schema('Model')
+        model = schema_module('Model')
         cv = _offsets(b, code_offsets, model.StartOperatorCodesVector)
         sv = _offsets(b, [subgraph], model.StartSubgraphsVector)
         bv = _offsets(b, buffers, model.StartBuffersVector)
@@ -157,7 +167,7 @@ class TFLiteGraph:
 
     @staticmethod
     def _buffer(b, data: bytes) -> int:
-        buf = _schema('Buffer')
+        buf = schema_module('Buffer')
         vector = None
         if data:
             b.StartVector(1, len(data), _ALIGN)
@@ -171,7 +181,7 @@ class TFLiteGraph:
 
     @staticmethod
     def _tensor(b, t: _Tensor) -> int:
-        tensor, qp = _schema('Tensor'), _schema('QuantizationParameters')
+        tensor, qp = schema_module('Tensor'), schema_module('QuantizationParameters')
         name = b.CreateString(t.name)
         shape = _ints(b, t.shape, tensor.StartShapeVector)
         quant = None
@@ -186,7 +196,7 @@ class TFLiteGraph:
             quant = qp.End(b)
         tensor.Start(b)
         tensor.AddShape(b, shape)
-        tensor.AddType(b, getattr(_schema('TensorType').TensorType,
+        tensor.AddType(b, getattr(schema_module('TensorType').TensorType,
                                   _TENSOR_TYPES[t.dtype]))
         tensor.AddBuffer(b, t.buffer)
         tensor.AddName(b, name)
@@ -196,8 +206,8 @@ class TFLiteGraph:
 
     @staticmethod
     def _op_code(b, code: str, version: int) -> int:
-        oc = _schema('OperatorCode')
-        value = getattr(_schema('BuiltinOperator').BuiltinOperator, code)
+        oc = schema_module('OperatorCode')
+        value = getattr(schema_module('BuiltinOperator').BuiltinOperator, code)
         oc.Start(b)
         oc.AddDeprecatedBuiltinCode(
             b, min(value, _PLACEHOLDER_FOR_GREATER_OP_CODES))
@@ -209,12 +219,12 @@ class TFLiteGraph:
     def _operator(b, op: _Op, code_index: int) -> int:
         options = None
         if op.options is not None:
-            table = _schema(op.options)
+            table = schema_module(op.options)
             table.Start(b)
             for key, value in op.option_values.items():
                 getattr(table, f'Add{key}')(b, value)
             options = table.End(b)
-        operator = _schema('Operator')
+        operator = schema_module('Operator')
         iv = _ints(b, op.inputs, operator.StartInputsVector)
         ov = _ints(b, op.outputs, operator.StartOutputsVector)
         operator.Start(b)
@@ -223,7 +233,7 @@ class TFLiteGraph:
         operator.AddOutputs(b, ov)
         if options is not None:
             operator.AddBuiltinOptionsType(
-                b, getattr(_schema('BuiltinOptions').BuiltinOptions,
+                b, getattr(schema_module('BuiltinOptions').BuiltinOptions,
                            op.options))
             operator.AddBuiltinOptions(b, options)
         return operator.End(b)

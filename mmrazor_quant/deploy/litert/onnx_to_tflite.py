@@ -22,7 +22,7 @@ import onnx
 from onnx import numpy_helper
 
 from mmrazor_quant.models.quantizers.litert_quantizer import SOFTMAX_QPARAMS
-from .flatbuffer import QParams, TFLiteGraph, _schema
+from .flatbuffer import QParams, TFLiteGraph, schema_module
 
 __all__ = ['convert_qdq_onnx', 'UnsupportedOpError', 'SUPPORTED_OPS']
 
@@ -809,11 +809,11 @@ def _padding(x: QValue, attrs: dict, out_shape: Sequence[int]):
 
 
 def _pad_code(padding: str) -> int:
-    return getattr(_schema('Padding').Padding, padding)
+    return getattr(schema_module('Padding').Padding, padding)
 
 
 def _act_code(activation: str) -> int:
-    return getattr(_schema('ActivationFunctionType').ActivationFunctionType,
+    return getattr(schema_module('ActivationFunctionType').ActivationFunctionType,
                    activation)
 
 
