@@ -181,7 +181,8 @@ class TFLiteGraph:
 
     @staticmethod
     def _tensor(b, t: _Tensor) -> int:
-        tensor, qp = schema_module('Tensor'), schema_module('QuantizationParameters')
+        tensor = schema_module('Tensor')
+        qp = schema_module('QuantizationParameters')
         name = b.CreateString(t.name)
         shape = _ints(b, t.shape, tensor.StartShapeVector)
         quant = None

@@ -813,8 +813,8 @@ def _pad_code(padding: str) -> int:
 
 
 def _act_code(activation: str) -> int:
-    return getattr(schema_module('ActivationFunctionType').ActivationFunctionType,
-                   activation)
+    codes = schema_module('ActivationFunctionType').ActivationFunctionType
+    return getattr(codes, activation)
 
 
 def _fold(node: onnx.NodeProto, ins: list) -> np.ndarray:
