@@ -170,8 +170,10 @@ def _fuse_gelu(model: onnx.ModelProto) -> None:
                                      name=erf.name.replace('Erf', 'Gelu'))
         index = list(graph.node).index(half)
         graph.node.insert(index, gelu)
-        removed.update(id(n) for n in (div, erf, add, mul, half))
-    kept = [n for n in graph.node if id(n) not in removed]
+        # node outputs are unique names (protobuf wrappers have no stable id)
+        removed.update(n.output[0] for n in (div, erf, add, mul, half))
+    kept = [n for n in graph.node
+            if n.op_type == 'Gelu' or n.output[0] not in removed]
     del graph.node[:]
     graph.node.extend(kept)
 
@@ -450,7 +452,11 @@ class _Converter:
         if op == 'Softmax':
             return self.softmax(node, x, attrs)
         if op == 'Gelu' and isinstance(x, QValue):
-            return Pending('gelu', node, ins)
+            approximate = attrs.get('approximate', 'none')
+            approximate = approximate.decode() if isinstance(
+                approximate, bytes) else approximate
+            return Pending('gelu', node, ins,
+                           dict(approximate=approximate == 'tanh'))
         if op == 'Concat':
             return Pending('concat', node, ins, attrs)
         if op in self.float_ops and op == 'LayerNormalization' and \
@@ -688,7 +694,8 @@ class _Converter:
         x = self.layout(p.inputs[0], False)
         index, out = self._output(name, shape, qparams)
         self.out.add_op('GELU', [x.index], [index], version=2,
-                        options='GeluOptions', Approximate=False)
+                        options='GeluOptions',
+                        Approximate=p.attrs['approximate'])
         return out
 
     def _emit_batch_matmul(self, p, qparams, name, shape):
