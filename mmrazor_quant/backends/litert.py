@@ -1,5 +1,7 @@
 """LiteRT (TFLite): a full-integer int8 ``.tflite`` written with this
 project's qparams, run by the LiteRT interpreter."""
+from typing import Dict, Mapping
+
 from mmrazor_quant.registry import BACKENDS
 from .base import BaseBackend
 
@@ -15,6 +17,9 @@ class LiteRTBackend(BaseBackend):
     converts that model into (every scale and zero-point the model's); the
     ``litert`` runtime runs the ``.tflite`` in ``ai_edge_litert``'s
     interpreter for the parity check.
+
+    ``deploy_cfg.backend_config.float_ops`` (a list of ONNX op types) is the
+    exporter's ``float_ops``.
     """
     name = 'litert'
     quantizer = 'LiteRTQuantizer'
@@ -24,3 +29,13 @@ class LiteRTBackend(BaseBackend):
         w_qscheme=dict(
             qdtype='qint8', bit=8, is_symmetry=True, is_symmetric_range=True),
         a_qscheme=dict(qdtype='qint8', bit=8, is_symmetry=False))
+
+    def parse_backend_config(self, backend_cfg: Mapping) -> Dict:
+        if 'float_ops' not in backend_cfg:
+            return {}
+        float_ops = backend_cfg['float_ops']
+        if isinstance(float_ops, str) or not all(
+                isinstance(op, str) for op in float_ops):
+            raise ValueError('deploy_cfg.backend_config.float_ops must be a '
+                             f'list of ONNX op types, got {float_ops!r}')
+        return dict(exporter_options=dict(float_ops=tuple(float_ops)))

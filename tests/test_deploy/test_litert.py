@@ -244,6 +244,33 @@ def test_vit_softmax_on_the_fixed_grid_and_parity(vit, digits, tmp_path):
     assert report.sqnr_db >= 30, report
 
 
+def test_attention_matmuls_in_float_on_request(vit, digits, tmp_path):
+    """``float_ops`` with ``MatMul``: both attention matmuls run in float32
+    between DEQUANTIZE and QUANTIZE, every other op as before."""
+    result = export_model(vit, digits[2][:2], str(tmp_path / 'v.onnx'),
+                          'litert', float_ops=('LayerNormalization',
+                                               'MatMul'))
+    ops = _op_codes(result.files['tflite'])
+    assert ops.count('BATCH_MATMUL') == 2
+    # the two LayerNorms' and the two matmuls' (two inputs each)
+    assert ops.count('DEQUANTIZE') == 2 + 2 * 2
+    assert 'FULLY_CONNECTED' in ops and 'SOFTMAX' in ops
+    report = check_parity(result.deploy_model, result.onnx_path,
+                          digits[2][:64], 'litert')
+    assert report.sqnr_db >= 30, report
+
+
+def test_float_ops_from_the_deploy_config():
+    from mmrazor_quant.structures import DeployConfig
+    cfg = DeployConfig.from_dict(dict(backend_config=dict(
+        type='litert', float_ops=['LayerNormalization', 'MatMul'])))
+    assert cfg.backend_settings == dict(exporter_options=dict(
+        float_ops=('LayerNormalization', 'MatMul')))
+    with pytest.raises(ValueError, match='float_ops must be a list'):
+        DeployConfig.from_dict(dict(backend_config=dict(
+            type='litert', float_ops='MatMul')))
+
+
 def _no_files(directory):
     return [f for f in os.listdir(directory)]
 

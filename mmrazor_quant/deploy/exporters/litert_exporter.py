@@ -30,10 +30,12 @@ class LiteRTExporter(ONNXRuntimeExporter):
     first (:meth:`prepare_model`, as for onnxruntime).
 
     Args:
-        float_ops (Sequence[str]): ONNX ops allowed to run in float32
-            between DEQUANTIZE and QUANTIZE. Defaults to
-            ``('LayerNormalization',)`` (LiteRT has no int8 LayerNorm);
-            ``()`` refuses any float op.
+        float_ops (Sequence[str]): ONNX ops run in float32 between
+            DEQUANTIZE and QUANTIZE. Defaults to ``('LayerNormalization',)``
+            (LiteRT has no int8 LayerNorm); ``()`` refuses any float op;
+            adding ``'MatMul'`` runs the attention matmuls (two
+            activations) in float instead of the int8 BATCH_MATMUL, whose
+            requantization rounds twice (docs/deploy.md).
         **kwargs: See :class:`ONNXRuntimeExporter`; ``dynamic_batch``
             defaults to False (the ``.tflite`` has batch 1).
     """

@@ -429,7 +429,8 @@ class _Converter:
                 return Pending('fc', node, [x, ins[1].transposed((1, 0)),
                                             None])
             if isinstance(ins[1], QValue):
-                return Pending('batch_matmul', node, ins)
+                return Pending('batch_matmul', node, ins,
+                               dict(float='MatMul' in self.float_ops))
         if op == 'Add':
             fc = next((v for v in ins if isinstance(v, Pending)
                        and v.kind == 'fc' and v.inputs[2] is None), None)
@@ -700,10 +701,22 @@ class _Converter:
 
     def _emit_batch_matmul(self, p, qparams, name, shape):
         a, b = (self.layout(v, False) for v in p.inputs)
+        if p.attrs['float']:  # DEQUANTIZE both, float32, QUANTIZE
+            a_f, b_f, y_f = (
+                self.new_tensor(f'{name}_{tag}', tshape, None, np.float32)
+                for tag, tshape in (('a', a.shape), ('b', b.shape),
+                                    ('float', shape)))
+            self.out.add_op('DEQUANTIZE', [a.index], [a_f])
+            self.out.add_op('DEQUANTIZE', [b.index], [b_f])
+            inputs, output = [a_f, b_f], y_f
+        else:
+            inputs, output = [a.index, b.index], None
         index, out = self._output(name, shape, qparams)
-        self.out.add_op('BATCH_MATMUL', [a.index, b.index], [index],
-                        version=2, options='BatchMatMulOptions', AdjX=False,
-                        AdjY=False)
+        self.out.add_op('BATCH_MATMUL', inputs, [output or index],
+                        version=1 if output else 2,
+                        options='BatchMatMulOptions', AdjX=False, AdjY=False)
+        if output is not None:
+            self.out.add_op('QUANTIZE', [output], [index])
         return out
 
     def _emit_concat(self, p, qparams, name, shape):
@@ -841,10 +854,11 @@ def convert_qdq_onnx(model: onnx.ModelProto,
     Args:
         model (onnx.ModelProto): A QDQ model with static shapes (not
             modified).
-        float_ops (Sequence[str]): ONNX ops allowed to run in float32
-            between DEQUANTIZE and QUANTIZE. Defaults to
-            ``('LayerNormalization',)``, the one op of a ViT without an
-            int8 TFLite kernel.
+        float_ops (Sequence[str]): ONNX ops run in float32 between
+            DEQUANTIZE and QUANTIZE: ``'LayerNormalization'`` (allowed,
+            else refused) and ``'MatMul'`` (of two activations, instead of
+            the int8 BATCH_MATMUL). Defaults to ``('LayerNormalization',)``,
+            the one op of a ViT without an int8 TFLite kernel.
         layer_name (callable, optional): Maps the name of a
             ``QuantizeLinear`` scale to the layer it quantizes, for tensor
             names and messages. Defaults to the scale's name.
