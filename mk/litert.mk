@@ -5,7 +5,7 @@
 # torch and numpy to the installed ones, so pip fails rather than move them.
 #   make litert       install them (a few seconds; docs/deploy.md)
 LITERT_STAMP := $(VENV)/.litert-installed
-LITERT_PACKAGES := ai-edge-litert==2.3.0 tflite==2.18.0 flatbuffers
+LITERT_PACKAGES := ai-edge-litert==2.3.0 tflite==2.18.0 flatbuffers==25.12.19
 
 .PHONY: litert
 
