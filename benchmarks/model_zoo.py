@@ -1,4 +1,4 @@
-"""The mmcls model zoo table: ``docs/model_zoo.md``, one row per family.
+"""The model zoo table: ``docs/model_zoo.md``, one row per family.
 
 Each family of ``configs/model_zoo/mmcls_families.py`` goes through
 :func:`mmrazor_quant.analysis.model_check.check_model` (OpenVINO W8A8,
@@ -10,7 +10,10 @@ meaningful floor for the SQNR.
 
 Usage:
     python benchmarks/model_zoo.py [--families deit swin ...]
-        [--weight-bits 8] [--out docs/model_zoo.md]
+        [--scope mmcls|mmpretrain] [--weight-bits 8] [--out docs/model_zoo.md]
+
+``--scope mmpretrain`` checks the same families from mmpretrain's configs
+(the table's ``pretrain_config`` where mmpretrain renamed one).
 
 ``--weight-bits 7`` measures W7A8, which is what to compare on a CPU whose
 int8 kernels saturate u8 x s8 pairs (no VNNI; the page says which CPU it
@@ -49,12 +52,21 @@ def _mark(status: str) -> str:
     return 'yes' if status == 'ok' else f'no: {status[:80]}'
 
 
-def row(name: str, family: dict, weight_bits: int = 8) -> str:
-    """One table row for ``family``."""
-    report = check_model(family['config'], 'openvino', family['size'],
+def family_config(family: dict, scope: str) -> str:
+    """The family's config path in ``scope``."""
+    if scope == 'mmpretrain' and 'pretrain_config' in family:
+        return family['pretrain_config']
+    return family['config'].replace('mmcls::', f'{scope}::')
+
+
+def row(name: str, family: dict, weight_bits: int = 8,
+        scope: str = 'mmcls') -> str:
+    """One table row for ``family`` from ``scope``'s config."""
+    config = family_config(family, scope)
+    report = check_model(config, 'openvino', family['size'],
                          family.get('model'), weight_bits=weight_bits)
     stages = report.stages
-    return (f"| {name} | `{family['config']}` | {family['size']} | "
+    return (f"| {name} | `{config}` | {family['size']} | "
             f"{_mark(stages.get('quantize', 'not run'))} | "
             f'{report.num_fake_quants} | '
             f"{_mark(stages.get('qat_step', 'not run'))} | "
@@ -66,6 +78,8 @@ def row(name: str, family: dict, weight_bits: int = 8) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--families', nargs='+', default=None)
+    parser.add_argument('--scope', default='mmcls',
+                        choices=('mmcls', 'mmpretrain'))
     parser.add_argument('--weight-bits', type=int, default=8)
     parser.add_argument('--out', default='docs/model_zoo.md')
     args = parser.parse_args()
@@ -74,10 +88,11 @@ def main() -> None:
     start = time.time()
     rows = []
     for name in names:
-        rows.append(row(name, families[name], args.weight_bits))
+        rows.append(row(name, families[name], args.weight_bits,
+                        args.scope))
         print(rows[-1], flush=True)
     text = (
-        '# mmcls model zoo: capture, QAT step and deploy parity\n\n'
+        f'# {args.scope} model zoo: capture, QAT step and deploy parity\n\n'
         'Random weights (BN statistics estimated on random images), '
         f'OpenVINO W{args.weight_bits}A8, onnxruntime against the '
         'simulation on 16 random '

@@ -15,7 +15,7 @@ TESTS = osp.dirname(osp.abspath(__file__))
 # slow tests elsewhere carry ``@pytest.mark.slow`` themselves); chosen from
 # measured durations, docs/testing.md.
 SLOW_PATHS = (
-    'test_zoo',  # 32 mmcls families traced, trained and exported
+    'test_zoo',  # 32 families of mmcls and mmpretrain, traced and exported
     'test_models/test_compile.py',  # torch.compile (dynamo, inductor)
     'test_engine/test_compile_runner.py',
     'test_slurm/test_slurm_launch.py',  # a Slurm cluster and 10 processes

@@ -15,13 +15,13 @@ layers at higher precision (see docs/analysis.md).
 import argparse
 import os.path as osp
 
-from mmengine.config import Config, DictAction
+from mmengine.config import DictAction
 
 from mmrazor_quant.analysis.layerwise import PARTS
 from mmrazor_quant.analysis.metrics import METRICS
 from mmrazor_quant.analysis.report import DATA_SPLITS, analyze
 from mmrazor_quant.registry import register_all_modules
-from mmrazor_quant.utils import register_checkpoint_safe_globals
+from mmrazor_quant.utils import load_config, register_checkpoint_safe_globals
 from mmrazor_quant.utils.quiet import quiet_stack_warnings
 
 
@@ -77,7 +77,7 @@ def main() -> None:
     quiet_stack_warnings()
     register_all_modules(init_default_scope=False)
     register_checkpoint_safe_globals()
-    cfg = Config.fromfile(args.config)
+    cfg = load_config(args.config)
     if args.cfg_options is not None:
         cfg.merge_from_dict(args.cfg_options)
     work_dir = args.work_dir or osp.join(

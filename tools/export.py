@@ -11,7 +11,7 @@ and file name; each flag below overrides its part.
 import argparse
 import json
 
-from mmengine.config import Config, DictAction
+from mmengine.config import DictAction
 
 from mmrazor_quant.backends import backend_names
 from mmrazor_quant.deploy.config_export import (
@@ -21,6 +21,7 @@ from mmrazor_quant.deploy.config_export import (
     resolve_output_path,
 )
 from mmrazor_quant.deploy.from_config import load_quantized_model
+from mmrazor_quant.utils.config_checks import load_config
 from mmrazor_quant.utils.quiet import quiet_stack_warnings
 
 
@@ -77,7 +78,7 @@ def _dynamic_axes(value):
 def main() -> None:
     args = parse_args()
     quiet_stack_warnings()
-    cfg = Config.fromfile(args.config)
+    cfg = load_config(args.config)
     if args.cfg_options:
         cfg.merge_from_dict(args.cfg_options)
     settings = ExportSettings.resolve(

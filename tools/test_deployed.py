@@ -6,7 +6,7 @@ config's metric (as tools/test.py does for the PyTorch model).
 import argparse
 
 import torch
-from mmengine.config import Config, DictAction
+from mmengine.config import DictAction
 
 from mmrazor_quant.deploy.from_config import (
     build_test_evaluator,
@@ -14,6 +14,7 @@ from mmrazor_quant.deploy.from_config import (
 )
 from mmrazor_quant.deploy.runtimes import load_runtime, runtime_names
 from mmrazor_quant.registry import MODELS, register_all_modules
+from mmrazor_quant.utils.config_checks import load_config
 from mmrazor_quant.utils.quiet import quiet_stack_warnings
 
 
@@ -31,7 +32,7 @@ def parse_args() -> argparse.Namespace:
 def main() -> None:
     args = parse_args()
     quiet_stack_warnings()
-    cfg = Config.fromfile(args.config)
+    cfg = load_config(args.config)
     if args.cfg_options:
         cfg.merge_from_dict(args.cfg_options)
     register_all_modules(init_default_scope=False)

@@ -1,9 +1,10 @@
-"""The mmcls architecture families of the model zoo test (issue 13).
+"""The mmcls/mmpretrain architecture families of the model zoo test.
 
-Each entry: mmcls's own ImageNet config (``mmcls::``), the small input it
-is checked at, and model overrides that keep the suite fast on 2 cores or
-make the model accept the small input (fixed-size heads, image-size
-arguments). Random weights: the zoo checks capture, QAT and deploy parity,
+Each entry: mmcls's own ImageNet config (``mmcls::``; mmpretrain's is the
+same path under ``mmpretrain::`` unless ``pretrain_config`` names it), the
+small input it is checked at, and model overrides that keep the suite fast
+on 2 cores or make the model accept the small input (fixed-size heads,
+image-size arguments). Random weights: the zoo checks capture, QAT and deploy parity,
 not accuracy.
 """
 # yapf: disable
@@ -55,8 +56,9 @@ families = dict(
                     size=64),
     edgenext=dict(config='mmcls::edgenext/edgenext-xxsmall_8xb256_in1k.py',
                   size=64),
-    deit=dict(config='mmcls::deit/deit-tiny_pt-4xb256_in1k.py', size=64,
-              model=dict(backbone=dict(img_size=64))),
+    deit=dict(config='mmcls::deit/deit-tiny_pt-4xb256_in1k.py',
+              pretrain_config='mmpretrain::deit/deit-tiny_4xb256_in1k.py',
+              size=64, model=dict(backbone=dict(img_size=64))),
     swin=dict(config='mmcls::swin_transformer/swin-tiny_16xb64_in1k.py',
               size=64, model=dict(backbone=dict(img_size=64,
                                                 pad_small_map=True))),

@@ -101,8 +101,10 @@ def estimate_bn_stats(model: nn.Module, batches: Sequence[torch.Tensor]
 
 def build_architecture(cfg: Union[str, Config, dict, nn.Module],
                        model_overrides: Optional[dict] = None) -> nn.Module:
-    """The float model of ``cfg`` (an ``mmcls::`` path, a config file, a
-    config or a model), with ``model_overrides`` merged into ``model``."""
+    """The float model of ``cfg`` (a ``scope::`` path such as ``mmcls::``
+    or ``mmpretrain::``, a config file, a config or a model), with
+    ``model_overrides`` merged into ``model``; built in the config's
+    ``default_scope``."""
     if isinstance(cfg, nn.Module):
         return cfg
     if isinstance(cfg, str):
@@ -116,8 +118,7 @@ def build_architecture(cfg: Union[str, Config, dict, nn.Module],
         cfg.merge_from_dict(dict(model=model_overrides))
     from mmengine.registry import init_default_scope
     init_default_scope(cfg.get('default_scope', 'mmcls'))
-    from mmcls.registry import MODELS as CLS_MODELS
-    return CLS_MODELS.build(cfg.model)
+    return MODELS.build(cfg.model)
 
 
 def w8a8_model_cfg(architecture: Union[dict, nn.Module],
@@ -215,7 +216,7 @@ def _predict_diff(qmodel: nn.Module, x: torch.Tensor) -> float:
     with torch.no_grad():
         logits = qmodel(x, mode='tensor')
         samples = qmodel(x, mode='predict')
-    scores = torch.stack([s.pred_label.score for s in samples])
+    scores = codebase_of(qmodel.architecture).pred_scores(samples)
     return float((scores - logits.softmax(-1)).abs().max())
 
 

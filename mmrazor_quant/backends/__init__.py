@@ -3,6 +3,7 @@ quantizer, exporter and parity runtime (see :class:`BaseBackend`).
 
 Importing this package imports no quantizer, exporter or runtime."""
 from .base import BaseBackend, all_backends, backend_names, get_backend
+from .litert import LiteRTBackend
 from .onnxruntime import ONNXRuntimeBackend
 from .openvino import OpenVINOBackend
 from .simulated import AcademicBackend, NativeBackend
@@ -11,5 +12,5 @@ from .tensorrt import TensorRTBackend
 __all__ = [
     'BaseBackend', 'all_backends', 'backend_names', 'get_backend',
     'ONNXRuntimeBackend', 'OpenVINOBackend', 'TensorRTBackend',
-    'NativeBackend', 'AcademicBackend'
+    'NativeBackend', 'AcademicBackend', 'LiteRTBackend'
 ]

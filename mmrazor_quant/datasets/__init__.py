@@ -7,9 +7,13 @@ from .mnist5k import (
                       load_mnist5k_arrays,
                       split_mnist5k_indices,
 )
+from .pose_digits import PoseDigitsDataset, make_pose_digits_coco
+from .seg_digits import DigitCanvasSegDataset
 from .transforms import GrayToRGB
 
 __all__ = [
     'MNIST5k', 'GrayToRGB', 'find_mnist5k_file', 'load_mnist5k_arrays',
-    'split_mnist5k_indices', 'DigitCanvasCocoDataset', 'make_digit_canvas_coco'
+    'split_mnist5k_indices', 'DigitCanvasCocoDataset',
+    'make_digit_canvas_coco', 'DigitCanvasSegDataset', 'PoseDigitsDataset',
+    'make_pose_digits_coco'
 ]

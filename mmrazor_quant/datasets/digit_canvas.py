@@ -10,13 +10,12 @@ seed) and written atomically: ``<root>/{train,val}/*.png`` and
 import json
 import os
 import os.path as osp
-import shutil
-import tempfile
 from typing import Dict, Optional, Tuple
 
 import cv2
 import numpy as np
 
+from .atomic_folder import atomic_folder
 from .mnist5k import (
     find_mnist5k_file,
     load_mnist5k_arrays,
@@ -126,10 +125,7 @@ def make_digit_canvas_coco(root: str,
     train_idx = split_mnist5k_indices(labels, 'train')
     test_idx = split_mnist5k_indices(labels, 'test')
     rng = np.random.default_rng(seed)
-    parent = osp.dirname(osp.abspath(root))
-    os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix='.digit_canvas_', dir=parent)
-    try:
+    with atomic_folder(root, '.digit_canvas_') as tmp:
         os.makedirs(osp.join(tmp, 'annotations'))
         for split, idx, num in (('train', train_idx, num_train),
                                 ('val', test_idx, num_val)):
@@ -140,10 +136,4 @@ def make_digit_canvas_coco(root: str,
             with open(osp.join(tmp, 'annotations', f'{split}.json'),
                       'w') as f:
                 json.dump(coco, f)
-        if osp.isdir(root):  # an incomplete earlier attempt
-            shutil.rmtree(root)
-        os.replace(tmp, root)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return root

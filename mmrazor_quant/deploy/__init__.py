@@ -20,7 +20,9 @@ from .int32_bias import (
 )
 from .onnx_export import export_onnx
 from .parity import ParityReport, check_parity, compare_outputs
+from .pose import PoseDeployHead
 from .qdq_fake_quantize import QDQFakeQuantize
+from .segmentation import SegmentationDeployHead
 from .weight_quantized_layer import WeightQuantizedLayer
 
 __all__ = [
@@ -31,7 +33,8 @@ __all__ = [
     'ParityReport', 'check_parity', 'compare_outputs', 'export_model',
     'BiasAlignment', 'align_bias_to_int32_grid_', 'bias_grid_offsets',
     'int8_pairs_saturate', 'BaseDeployHead', 'TensorDeployHead',
-    'DetectionDeployHead', 'deploy_head_of'
+    'DetectionDeployHead', 'deploy_head_of', 'PoseDeployHead',
+    'SegmentationDeployHead'
 ]
 
 

@@ -11,6 +11,8 @@ from typing import Optional
 
 from mmengine.config import Config
 
+from .config_scopes import check_base_scopes
+
 __all__ = ['load_config', 'check_loop_cfgs']
 
 # Arguments the Runner passes to a loop itself; a config cannot set them.
@@ -31,9 +33,15 @@ def load_config(path: str, cfg_options: Optional[dict] = None) -> Config:
     Raises:
         FileNotFoundError: If ``path`` or one of its ``_base_`` files does
             not exist; the message names both.
+        ModuleNotFoundError: If a ``_base_`` entry inherits from a codebase
+            that is not installed (``mmseg::...`` without mmseg); the message
+            names the entry and how to install it.
+        ValueError: If a ``_base_`` entry names a scope mmengine does not
+            know (see :func:`check_base_scopes`).
     """
     if not osp.isfile(path):
         raise FileNotFoundError(f'config file {path!r} does not exist')
+    check_base_scopes(path)
     try:
         cfg = Config.fromfile(path)
     except FileNotFoundError as err:

@@ -28,11 +28,11 @@ from ..skips import CLS_HEAD_SKIPS
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 CONFIG_DIR = osp.join(REPO, 'configs')
 # Every config file; `_base_` and `deploy_cfgs` directories hold fragments,
-# `demo` the tables of tools/demo.py, not configs.
+# not configs.
 CONFIGS = sorted(
     osp.relpath(path, CONFIG_DIR)
     for path in glob.glob(osp.join(CONFIG_DIR, '**', '*.py'), recursive=True)
-    if not {'_base_', 'deploy_cfgs', 'demo'} & set(
+    if not {'_base_', 'deploy_cfgs'} & set(
         osp.relpath(path, CONFIG_DIR).split(osp.sep)))
 
 QUANT_TYPE = 'mmrazor_quant.MMArchitectureQuant'
@@ -64,8 +64,10 @@ EXPECTED_IMAGENET = {
 
 ISSUE_CONFIGS = sorted(EXPECTED_MNIST | EXPECTED_IMAGENET)
 # Configs added for other features (e.g. advanced PTQ) only need to build.
-# Data tables read by tests and benchmarks, not runnable configs.
-TABLES = {'model_zoo/mmcls_families.py'}
+# Data tables read by tests, benchmarks and tools/demo.py (configs/demo/),
+# not runnable configs.
+TABLES = {'model_zoo/mmcls_families.py'} | {
+    c for c in CONFIGS if c.startswith('demo' + osp.sep)}
 OTHER_CONFIGS = [
     c for c in CONFIGS
     if c not in EXPECTED_MNIST | EXPECTED_IMAGENET | TABLES

@@ -1,7 +1,8 @@
-"""The mmcls model zoo: each family's own config, random weights, small
-input, wrapped in MMRazor's schema without ``input_shape`` (the tracer takes
-the shape from the config when the model needs one): quantize (OpenVINO
-W8A8), predict, one QAT step, QDQ export and onnxruntime parity."""
+"""The mmcls and mmpretrain model zoo: each family's own config in each
+codebase, random weights, small input, wrapped in MMRazor's schema without
+``input_shape`` (the tracer takes the shape from the config when the model
+needs one): quantize (OpenVINO W8A8), predict, one QAT step, QDQ export and
+onnxruntime parity."""
 import math
 import os
 
@@ -9,13 +10,15 @@ import pytest
 from mmengine.config import Config
 from mmengine.hub import get_config
 
+from benchmarks.model_zoo import family_config
 from mmrazor_quant.analysis.model_check import check_model, w8a8_model_cfg
 from mmrazor_quant.utils.data_pipeline import add_test_pipeline
 from ..int8_host import int8_weight_bits
 
 FAMILIES = Config.fromfile('configs/model_zoo/mmcls_families.py').families
-#: Every family runs (about 4 min on 2 quiet cores);
+#: Every family runs in both codebases (about 4 min each on 2 quiet cores);
 #: ``MMRAZOR_QUANT_ZOO=deit,swin pytest tests/test_zoo`` picks some.
+SCOPES = ('mmcls', 'mmpretrain')
 
 
 def _selected(name: str):
@@ -26,12 +29,13 @@ def _selected(name: str):
         name, marks=pytest.mark.skip(reason=f'MMRAZOR_QUANT_ZOO={picked}'))
 
 
-def mmrazor_config(family: dict, weight_bits: int) -> Config:
-    """The family's mmcls config as a user at ``family['size']`` pixels
-    runs it: the family's model overrides, the test pipeline cropping to
-    that size, and the model wrapped in MMRazor's schema (no
+def mmrazor_config(family: dict, weight_bits: int,
+                   scope: str = 'mmcls') -> Config:
+    """The family's config in ``scope`` as a user at ``family['size']``
+    pixels runs it: the family's model overrides, the test pipeline cropping
+    to that size, and the model wrapped in MMRazor's schema (no
     ``input_shape``), then completed as the tools complete it."""
-    cfg = get_config(family['config'])
+    cfg = get_config(family_config(family, scope))
     if family.get('model'):
         cfg.merge_from_dict(dict(model=family['model']))
     size = family['size']
@@ -45,11 +49,13 @@ def mmrazor_config(family: dict, weight_bits: int) -> Config:
     return add_test_pipeline(cfg)
 
 
+@pytest.mark.parametrize('scope', SCOPES)
 @pytest.mark.parametrize('name', [_selected(n) for n in sorted(FAMILIES)])
-def test_family_quantizes_trains_and_deploys(name):
+def test_family_quantizes_trains_and_deploys(name, scope):
     family = FAMILIES[name]
-    cfg = mmrazor_config(family, int8_weight_bits())
+    cfg = mmrazor_config(family, int8_weight_bits(), scope)
     assert 'input_shape' not in cfg.model
+    assert cfg.default_scope == scope
     report = check_model(cfg, 'openvino', family['size'], num_samples=4,
                          calib_batches=1)
     print(name, report.to_dict())

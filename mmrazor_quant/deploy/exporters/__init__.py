@@ -1,11 +1,13 @@
 """One exporter per deploy target, registered in ``EXPORTERS``."""
 from .base import BaseExporter, ExportResult
 from .builder import build_exporter
+from .litert_exporter import LiteRTExporter
 from .onnxruntime_exporter import ONNXRuntimeExporter
 from .openvino_exporter import OpenVINOExporter
 from .tensorrt_exporter import TensorRTExporter
 
 __all__ = [
     'BaseExporter', 'ExportResult', 'ONNXRuntimeExporter',
-    'OpenVINOExporter', 'TensorRTExporter', 'build_exporter'
+    'OpenVINOExporter', 'TensorRTExporter', 'build_exporter',
+    'LiteRTExporter'
 ]

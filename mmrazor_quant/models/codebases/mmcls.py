@@ -32,6 +32,10 @@ class MMClsCodebase(BaseCodebase):
             return None
         return torch.cat([s.gt_label.label[:1] for s in data_samples])
 
+    def pred_scores(self, data_samples: Sequence) -> torch.Tensor:
+        """``(N, num_classes)`` class scores of ``predict``'s samples."""
+        return torch.stack([s.pred_label.score for s in data_samples])
+
     def dummy_data_samples(self, inputs: torch.Tensor,
                            tensor_outputs: torch.Tensor) -> List:
         """``ClsDataSample``s labelled ``0, 1, ...`` (mod the number of

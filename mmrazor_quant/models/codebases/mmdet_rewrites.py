@@ -9,12 +9,13 @@ loops into the functions below, which ``torch.fx.wrap`` records as single
 Everything else (the head's ``forward``, and ``predict_by_feat`` /
 ``loss_by_feat`` when skipped, as MMRazor's configs do) is untouched.
 """
-import contextlib
-from typing import Any, ContextManager, Iterator, List, Tuple
+from typing import Any, ContextManager, List, Tuple
 
 import torch.fx
 
-__all__ = ['mmdet_rewrites', 'swapped_methods', 'traceable_head_loss']
+from .swapped_methods import swapped_methods
+
+__all__ = ['mmdet_rewrites', 'traceable_head_loss']
 
 
 def img_metas_of(batch_data_samples: List[Any]) -> List[dict]:
@@ -98,18 +99,3 @@ def _rewrites() -> List[Tuple[type, str, Any]]:
 def mmdet_rewrites() -> ContextManager[None]:
     """Swap mmdet's sample-looping methods for traceable ones meanwhile."""
     return swapped_methods(_rewrites())
-
-
-@contextlib.contextmanager
-def swapped_methods(
-        rewrites: List[Tuple[type, str, Any]]) -> Iterator[None]:
-    """Set each ``(owner, name, replacement)`` meanwhile; restore after."""
-    saved = []
-    try:
-        for owner, name, replacement in rewrites:
-            saved.append((owner, name, owner.__dict__[name]))
-            setattr(owner, name, replacement)
-        yield
-    finally:
-        for owner, name, original in reversed(saved):
-            setattr(owner, name, original)

@@ -5,7 +5,8 @@ import torch
 
 from mmrazor_quant.registry import CODEBASES
 from .mmdet import MMDetCodebase
-from .mmdet_rewrites import swapped_methods, traceable_head_loss
+from .mmdet_rewrites import traceable_head_loss
+from .swapped_methods import swapped_methods
 
 __all__ = ['MMYOLOCodebase']
 

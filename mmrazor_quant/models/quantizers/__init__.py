@@ -1,6 +1,7 @@
 from .academic_quantizer import AcademicQuantizer
 from .backend_spec import BackendSpec, TensorSpec  # noqa: F401
 from .base import BaseQuantizer
+from .litert_quantizer import LiteRTQuantizer
 from .native_quantizer import TorchNativeQuantizer
 from .op_kinds import OpKind, classify_node
 from .openvino_quantizer import OpenVINOQuantizer
@@ -10,5 +11,5 @@ from .tensorrt_quantizer import TensorRTQuantizer
 __all__ = [
     'BaseQuantizer', 'TorchNativeQuantizer', 'OpenVINOQuantizer',
     'TensorRTQuantizer', 'AcademicQuantizer', 'QuantRules', 'InputSelector',
-    'OpKind', 'classify_node'
+    'OpKind', 'classify_node', 'LiteRTQuantizer'
 ]

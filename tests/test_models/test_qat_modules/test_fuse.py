@@ -289,3 +289,35 @@ def test_swap_after_fuse_and_skip():
     assert names == ['conv2']
     assert model.conv1 is fused and type(model.conv2) is QATConv2d
     assert type(model.fc) is LinearBnReLU1d  # fused earlier, left alone
+
+
+def test_sync_batchnorm_folds_as_plain_bn():
+    """mmseg's and mmpose's configs use SyncBN: folded exactly as the plain
+    BN would be (the fused module owns a plain BN sharing its tensors), in
+    eval and in train mode (no process group: batch statistics)."""
+    torch.manual_seed(0)
+    ref = Block()
+    model = nn.SyncBatchNorm.convert_sync_batchnorm(copy.deepcopy(ref))
+    bn_type = nn.SyncBatchNorm
+    assert type(model.bn1) is type(model.bn4) is bn_type
+    running_mean = model.bn2.running_mean
+    graphs = _trace_modes(model)
+
+    names = fuse_conv_bn(model, graphs, fake_quant_factory)
+
+    assert names == ['conv1', 'conv2', 'conv3', 'fc']
+    assert [type(getattr(model, n).bn) for n in names] == [
+        nn.BatchNorm2d] * 3 + [nn.BatchNorm1d]
+    assert not any(isinstance(m, bn_type) for m in model.modules())
+    assert model.conv2.bn.running_mean is running_mean  # shared, not copied
+    set_fake_quant(model, False)
+    x = torch.randn(5, 4, 6, 6)
+    model.eval()
+    ref.eval()
+    _assert_same_outputs(model, ref, graphs, x)
+    model.train()
+    ref.train()
+    gm = fx.GraphModule(model, graphs['loss'])
+    torch.testing.assert_close(gm(x), ref(x), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(model.conv2.bn.running_mean,
+                               ref.bn2.running_mean)

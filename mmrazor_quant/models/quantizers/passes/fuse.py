@@ -1,5 +1,7 @@
 """Fuse ``Conv → BN [→ ReLU]`` (and ``Linear → BN1d [→ ReLU]``) into QAT
-modules, in the model and in every traced graph of it.
+modules, in the model and in every traced graph of it. ``SyncBatchNorm`` is
+folded as the plain BN (QAT then computes per-process batch statistics, as
+MMRazor, which converts it to ``BatchNorm2d`` before tracing).
 
 The graphs are traced from the same root for several forward modes
 (``tensor`` / ``predict`` / ``loss``) and refer to its submodules by
@@ -40,6 +42,10 @@ _FUSIONS: Dict[Tuple[type, type], Tuple[type, type]] = {
     (nn.Linear, nn.BatchNorm1d): (LinearBn1d, LinearBnReLU1d),
 }
 _LAYER_TYPES = {layer for layer, _ in _FUSIONS}
+#: torch's ``SyncBatchNorm`` (mmseg's and mmpose's configs use it) computes,
+#: outside distributed training, what the plain BN of the layer's fusion
+#: computes: folded as that plain BN.
+_SYNC_BN_TYPES = (nn.SyncBatchNorm, )
 
 _RELU_FUNCTIONS = (F.relu, F.relu_, torch.relu, torch.relu_)
 _RELU_METHODS = ('relu', 'relu_')
@@ -112,14 +118,39 @@ def _match_chain(root: nn.Module, conv_node: fx.Node,
     if bn_node is None or bn_node.op != 'call_module' or \
             len(bn_node.args) != 1 or bn_node.kwargs:
         return None
-    key = (plain_layer_type(node_module(root, conv_node)),
-           type(node_module(root, bn_node)))
+    key = _fusion_key(node_module(root, conv_node),
+                      node_module(root, bn_node))
     if key not in _FUSIONS:
         return None
     relu_node = _sole_user(bn_node) if fuse_relu else None
     if relu_node is not None and not is_relu_node(root, relu_node):
         relu_node = None
     return conv_node, bn_node, relu_node
+
+
+def _fusion_key(layer: nn.Module, bn: nn.Module) -> Tuple[type, type]:
+    """The :data:`_FUSIONS` key of ``layer → bn``; a synchronized BN counts
+    as the layer's plain BN."""
+    layer_type = plain_layer_type(layer)
+    if type(bn) in _SYNC_BN_TYPES:
+        for (fused_layer, plain_bn) in _FUSIONS:
+            if fused_layer is layer_type:
+                return layer_type, plain_bn
+    return layer_type, type(bn)
+
+
+def _as_plain_bn(bn: nn.Module, plain_cls: type) -> nn.Module:
+    """``bn`` itself, or for a synchronized BN a ``plain_cls`` sharing its
+    parameters and buffers (same state-dict keys and values)."""
+    if type(bn) is plain_cls:
+        return bn
+    plain = plain_cls(bn.num_features, bn.eps, bn.momentum, bn.affine,
+                      bn.track_running_stats)
+    for name, param in bn.named_parameters(recurse=False):
+        setattr(plain, name, param)
+    for name, buf in bn.named_buffers(recurse=False):
+        setattr(plain, name, buf)
+    return plain.train(bn.training)
 
 
 def build_weight_fake_quant(factory: WeightFakeQuantFactory, name: str,
@@ -237,11 +268,13 @@ def _build_fused(root: nn.Module, name: str, chain: _Chain,
     conv_node, bn_node, relu_node = chain
     layer = node_module(root, conv_node)
     bn = node_module(root, bn_node)
-    plain_cls, relu_cls = _FUSIONS[(plain_layer_type(layer), type(bn))]
+    key = _fusion_key(layer, bn)
+    plain_cls, relu_cls = _FUSIONS[key]
     fused_cls = plain_cls if relu_node is None else relu_cls
     try:
         weight_fake_quant = build_weight_fake_quant(factory, name, layer)
-        return fused_cls.from_float(layer, bn, weight_fake_quant)
+        return fused_cls.from_float(layer, _as_plain_bn(bn, key[1]),
+                                    weight_fake_quant)
     except Exception as e:
         raise_with_node(
             e, f'fuse_conv_bn: cannot fuse {name!r} with BN '

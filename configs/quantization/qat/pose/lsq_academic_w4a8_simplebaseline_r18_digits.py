@@ -1,0 +1,21 @@
+# W4A8 LSQ quantization-aware training of the keypoint-digit SimpleBaseline-R18 in
+# the papers' setting (AcademicQuantizer: fake quants on conv/linear inputs
+# and weights; 4-bit per-channel weights, 8-bit activations; the first conv
+# and the last layers kept at 8 bit, as LSQ does). Academic: no deploy
+# backend runs it.
+#   python tools/train.py configs/quantization/qat/pose/lsq_academic_w4a8_simplebaseline_r18_digits.py
+_base_ = ['./lsq_openvino_simplebaseline_r18_digits.py']
+
+model = dict(
+    quantizer=dict(
+        type='mmrazor_quant.AcademicQuantizer',
+        first_last_bit=8,
+        global_qconfig=dict(w_qscheme=dict(bit=4))))
+
+# 4-bit weights need a fourth epoch to recover.
+max_epochs = 4
+param_scheduler = [
+    dict(type='CosineAnnealingLR', T_max=max_epochs, by_epoch=True,
+         convert_to_iter_based=True)
+]
+train_cfg = dict(max_epochs=max_epochs, val_interval=max_epochs)

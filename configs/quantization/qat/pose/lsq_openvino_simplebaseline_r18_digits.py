@@ -1,0 +1,43 @@
+# W8A8 LSQ (learned step size) quantization-aware training of the
+# keypoint-digit SimpleBaseline-R18 for OpenVINO, from its float checkpoint: the first
+# batch sets every scale to LSQ's static estimate, then scales and weights
+# are learned together. Validation reports mmpose's COCO keypoint AP of the
+# quantized (``qat.coco/AP``) and of the float model (``original.``).
+#   python tools/train.py configs/quantization/qat/pose/lsq_openvino_simplebaseline_r18_digits.py
+_base_ = ['../../ptq/pose/ptq_openvino_simplebaseline_r18_digits.py']
+
+model = dict(
+    quantizer=dict(
+        global_qconfig=dict(
+            _delete_=True,
+            w_observer=dict(type='mmrazor_quant.LSQPerChannelObserver'),
+            a_observer=dict(type='mmrazor_quant.LSQObserver'),
+            w_fake_quant=dict(type='mmrazor_quant.LearnableFakeQuantize'),
+            a_fake_quant=dict(type='mmrazor_quant.LearnableFakeQuantize'),
+            w_qscheme=dict(qdtype='qint8', bit=8, is_symmetry=True,
+                           is_symmetric_range=True),
+            a_qscheme=dict(qdtype='quint8', bit=8, is_symmetry=True))))
+model_wrapper_cfg = dict(
+    type='mmrazor_quant.MMArchitectureQuantDDP',
+    broadcast_buffers=False,
+    find_unused_parameters=True)
+
+# Fine-tuning at about the float run's final learning rate, cosine to
+# zero; no weight decay on the learned scales.
+max_epochs = 3
+optim_wrapper = dict(
+    _delete_=True,
+    optimizer=dict(type='AdamW', lr=2e-5, weight_decay=0.),
+    paramwise_cfg=dict(custom_keys={'.scale': dict(decay_mult=0.0)}))
+param_scheduler = [
+    dict(type='CosineAnnealingLR', T_max=max_epochs, by_epoch=True,
+         convert_to_iter_based=True)
+]
+train_cfg = dict(
+    _delete_=True,
+    type='mmrazor_quant.LSQEpochBasedLoop',
+    max_epochs=max_epochs,
+    val_interval=max_epochs,
+    freeze_bn_begin=1)
+val_cfg = dict(_delete_=True, type='mmrazor_quant.QATValLoop')
+test_cfg = dict(_delete_=True, type='TestLoop')

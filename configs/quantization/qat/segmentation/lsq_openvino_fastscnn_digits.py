@@ -1,0 +1,30 @@
+# W8A8 LSQ (learned step size) quantization-aware training of the
+# digit-segmentation Fast-SCNN for OpenVINO, from its float checkpoint
+# (./_base_/lsq_w8a8.py): the first batch sets every scale to LSQ's static
+# estimate, then scales and weights are learned together. Validation reports
+# the mIoU of the quantized (``qat.mIoU``) and the float model.
+#   python tools/train.py configs/quantization/qat/segmentation/lsq_openvino_fastscnn_digits.py \
+#       --cfg-options model.float_checkpoint=work_dirs/seg/fastscnn_digits/epoch_8.pth
+_base_ = [
+    '../../ptq/segmentation/ptq_openvino_fastscnn_digits.py',
+    './_base_/lsq_w8a8.py'
+]
+
+model = dict(
+    forward_modes=('tensor', 'predict', 'loss'),
+    quantizer=dict(global_qconfig=dict(_delete_=True, **_base_.lsq_qconfig)))
+max_epochs = 2
+optim_wrapper = dict(_delete_=True, **_base_.lsq_optim_wrapper)
+param_scheduler = [
+    dict(type='CosineAnnealingLR', T_max=max_epochs, by_epoch=True,
+         convert_to_iter_based=True)
+]
+train_cfg = dict(
+    _delete_=True,
+    type='mmrazor_quant.LSQEpochBasedLoop',
+    max_epochs=max_epochs,
+    val_interval=1,
+    freeze_bn_begin=1)
+val_cfg = dict(_delete_=True, type='mmrazor_quant.QATValLoop')
+test_cfg = dict(_delete_=True, type='TestLoop')
+default_hooks = dict(sync=dict(type='SyncBuffersHook'))

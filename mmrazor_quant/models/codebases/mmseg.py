@@ -1,0 +1,66 @@
+"""The adapter of mmseg segmentors."""
+from typing import ContextManager, List
+
+import torch
+
+from mmrazor_quant.registry import CODEBASES
+from .base import BaseCodebase
+from .mmseg_rewrites import mmseg_rewrites
+
+__all__ = ['MMSegCodebase']
+
+
+@CODEBASES.register_module()
+class MMSegCodebase(BaseCodebase):
+    """mmseg segmentors (``EncoderDecoder``: FCN, DeepLabV3+, Fast-SCNN,
+    SegFormer, ...).
+
+    Modes: ``tensor`` returns the decode head's logits ``(N, num_classes,
+    H / s, W / s)`` at the head's stride ``s``, the graph that is exported:
+    the resize to the image and the argmax stay outside it, as in mmdeploy;
+    ``predict`` returns ``SegDataSample``s with ``pred_sem_seg`` and
+    ``seg_logits``; ``loss`` a dict of losses (``decode.loss_ce``,
+    ``aux_0.loss_ce``, ...) from ``SegDataSample``s with ``gt_sem_seg``.
+    The segmentor's loops over data samples are rewritten during a trace
+    (:func:`mmseg_rewrites`) and the heads' ``loss_by_feat`` and
+    ``predict_by_feat`` are kept out of the graphs. Without a fixed size in
+    the test pipeline, models are traced at 512 x 512 (mmseg's ADE20K
+    crop).
+    """
+    packages = ('mmseg', )
+    task = 'segmentation'
+    default_input_hw = (512, 512)
+    skipped_methods = (
+        'mmseg.models.decode_heads.decode_head.BaseDecodeHead.loss_by_feat',
+        'mmseg.models.decode_heads.decode_head.BaseDecodeHead.'
+        'predict_by_feat',
+    )
+    # mmseg's ResNets use mmseg's blocks; MiT's layers are one unit each.
+    block_types = ('BasicBlock', 'Bottleneck', 'InvertedResidual',
+                   'TransformerEncoderLayer')
+
+    def tracer_rewrites(self) -> ContextManager[None]:
+        """Swap ``EncoderDecoder``'s sample-looping methods for traceable
+        ones."""
+        return mmseg_rewrites()
+
+    def dummy_data_samples(self, inputs: torch.Tensor,
+                           tensor_outputs: torch.Tensor) -> List:
+        """``SegDataSample``s whose ``gt_sem_seg`` is the image cut into
+        vertical stripes labelled ``0, 1, ...`` (mod the number of classes,
+        the logits' channel dimension)."""
+        from mmengine.structures import PixelData
+        from mmseg.structures import SegDataSample
+        logits = tensor_outputs[0] if isinstance(
+            tensor_outputs, (list, tuple)) else tensor_outputs
+        num_classes = logits.shape[1]
+        h, w = inputs.shape[-2:]
+        stripes = torch.arange(w) * num_classes // w
+        label = stripes.expand(h, w).clone()[None]
+        samples = []
+        for _ in range(len(inputs)):
+            sample = SegDataSample(metainfo=dict(
+                img_shape=(h, w), ori_shape=(h, w), pad_shape=(h, w)))
+            sample.gt_sem_seg = PixelData(data=label.clone())
+            samples.append(sample)
+        return samples

@@ -1,0 +1,250 @@
+"""Traceable stand-ins for mmseg code that loops over data samples or
+dicts.
+
+mmseg's ``EncoderDecoder`` collects image metas from its data samples,
+prefixes each head's loss dict and attaches a prediction to each sample;
+under ``torch.fx`` the samples (and the heads' loss dicts) are ``Proxy``
+objects that cannot be iterated. During a trace, :func:`mmseg_rewrites`
+swaps ``predict`` and ``loss`` for versions that move those loops into the
+functions below, which ``torch.fx.wrap`` records as single
+``call_function`` nodes; the graph runs the real loops at run time. The
+heads' ``forward`` is traced as written; their ``loss_by_feat`` and
+``predict_by_feat`` (which read the samples) are skipped by the adapter.
+
+The pyramid pooling of PSPNet and Fast-SCNN (``PPM``) pools to fixed
+sizes (1, 2, 3, 6) that need not divide the feature map (Fast-SCNN's is
+2 x 2 at a 64 x 64 input), which ONNX cannot export; its trace pools each
+bin with a slice and a mean instead (:func:`adaptive_avg_pool_by_bins`),
+the same numbers in ops every runtime has.
+
+SegFormer's ``EfficientMultiheadAttention`` calls torch's
+``nn.MultiheadAttention``, a ``torch.nn`` module the tracer keeps whole
+(and so in float). Its trace writes the attention out
+(:func:`written_out_attention`): the query, key and value projections of
+the packed ``in_proj_weight`` (``F.linear``), ``Q @ K^T``, softmax,
+``attn @ V`` and the ``out_proj`` linear, so the backends' rules quantize
+the two matmuls and the output projection.
+"""
+import contextlib
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+from unittest import mock
+
+import torch
+import torch.fx
+import torch.nn.functional as F
+from torch import Tensor
+
+__all__ = [
+    'mmseg_rewrites', 'adaptive_avg_pool_by_bins', 'written_out_attention'
+]
+
+
+def checked_seg_samples(data_samples: List[Any],
+                        need_gt: bool = True) -> List[Any]:
+    """``data_samples`` unchanged if they are mmseg's ``SegDataSample``s
+    (with ``gt_sem_seg`` when ``need_gt``).
+
+    Raises:
+        TypeError: If a sample is of another type (e.g. mmdet's
+            ``DetDataSample``).
+        ValueError: If ``need_gt`` and a sample has no ``gt_sem_seg``.
+    """
+    from mmseg.structures import SegDataSample
+    for i, sample in enumerate(data_samples):
+        if not isinstance(sample, SegDataSample):
+            raise TypeError(
+                f'data_samples[{i}] is a {type(sample).__name__}; mmseg '
+                'segmentors take SegDataSample (mmseg.structures), as '
+                "mmseg's PackSegInputs packs them")
+        if need_gt and 'gt_sem_seg' not in sample:
+            raise ValueError(
+                f'data_samples[{i}] has no gt_sem_seg: the loss mode needs '
+                "the label map (mmseg's LoadAnnotations in the pipeline)")
+    return data_samples
+
+
+def seg_img_metas(inputs: Tensor,
+                  data_samples: Optional[List[Any]]) -> List[dict]:
+    """The ``metainfo`` of each sample; without samples, those
+    ``EncoderDecoder.predict`` makes from the batch's size."""
+    if data_samples is not None:
+        checked_seg_samples(data_samples, need_gt=False)
+        return [sample.metainfo for sample in data_samples]
+    hw = inputs.shape[2:]
+    return [dict(ori_shape=hw, img_shape=hw, pad_shape=hw,
+                 padding_size=[0, 0, 0, 0])] * inputs.shape[0]
+
+
+def seg_predictions(seg_logits: Tensor, data_samples: Optional[List[Any]],
+                    align_corners: bool,
+                    threshold: Optional[float]) -> List[Any]:
+    """mmseg's ``BaseSegmentor.postprocess_result``: logits cropped,
+    resized to each image's ``ori_shape`` and argmaxed into
+    ``pred_sem_seg`` (it reads only ``align_corners`` and the decode head's
+    ``threshold`` of the segmentor)."""
+    from types import SimpleNamespace
+
+    from mmseg.models.segmentors.base import BaseSegmentor
+    owner = SimpleNamespace(align_corners=align_corners,
+                            decode_head=SimpleNamespace(threshold=threshold))
+    return BaseSegmentor.postprocess_result(owner, seg_logits, data_samples)
+
+
+def prefixed_losses(losses: Dict[str, Dict[str, Tensor]]) -> dict:
+    """``{prefix: {name: loss}}`` flattened to ``{prefix.name: loss}``, as
+    ``EncoderDecoder.loss`` names its heads' losses."""
+    return {f'{prefix}.{name}': value
+            for prefix, head_losses in losses.items()
+            for name, value in head_losses.items()}
+
+
+def _pool_dim(x: Tensor, dim: int, out: int) -> Tensor:
+    """Adaptive average pooling of ``x`` along ``dim`` to ``out`` bins:
+    bin ``i`` averages ``[floor(i * n / out), ceil((i + 1) * n / out))``,
+    torch's bins."""
+    n = int(x.shape[dim])
+    if n == out:
+        return x
+    bins = [x.narrow(dim, i * n // out, -(-(i + 1) * n // out) - i * n // out)
+            .mean(dim, keepdim=True) for i in range(out)]
+    return bins[0] if out == 1 else torch.cat(bins, dim)
+
+
+def adaptive_avg_pool_by_bins(x: Tensor, output_size) -> Tensor:
+    """``F.adaptive_avg_pool2d(x, output_size)`` for a fixed input size,
+    one slice and mean per bin (rows, then columns: the bins are
+    rectangles, so the pooling is separable)."""
+    out_h, out_w = (output_size, output_size) if isinstance(
+        output_size, int) else output_size
+    out_h = int(x.shape[-2]) if out_h is None else out_h
+    out_w = int(x.shape[-1]) if out_w is None else out_w
+    return _pool_dim(_pool_dim(x, -2, out_h), -1, out_w)
+
+
+def _ppm_forward(self, x: Tensor) -> List[Tensor]:
+    from mmseg.models.utils import resize
+    h, w = (int(v) for v in x.shape[2:])
+    outs = []
+    for stage in self:
+        pool = stage[0]
+        size = pool.output_size
+        size = (size, size) if isinstance(size, int) else size
+        if h % size[0] or w % size[1]:  # ONNX exports divisible sizes only
+            pooled = adaptive_avg_pool_by_bins(x, size)
+        else:
+            pooled = pool(x)
+        for module in list(stage)[1:]:  # the 1x1 ConvModule
+            pooled = module(pooled)
+        outs.append(resize(pooled, size=(h, w), mode='bilinear',
+                           align_corners=self.align_corners))
+    return outs
+
+
+def written_out_attention(mha: torch.nn.MultiheadAttention, query: Tensor,
+                          key_value: Tensor) -> Tensor:
+    """``mha(query, key_value, key_value)[0]`` for batch-first ``(N, L,
+    E)`` inputs of a ``nn.MultiheadAttention`` with one packed
+    ``in_proj_weight``, written out in traceable ops (no mask, no bias_k /
+    bias_v)."""
+    embed, heads = mha.embed_dim, mha.num_heads
+    dim = embed // heads
+    w_q, w_k, w_v = mha.in_proj_weight.chunk(3)
+    b_q, b_k, b_v = (None, ) * 3 if mha.in_proj_bias is None else \
+        mha.in_proj_bias.chunk(3)
+
+    def split_heads(x: Tensor) -> Tensor:  # (N, L, E) -> (N, h, L, d)
+        return x.reshape(x.shape[0], -1, heads, dim).transpose(1, 2)
+
+    q = split_heads(F.linear(query, w_q, b_q))
+    k = split_heads(F.linear(key_value, w_k, b_k))
+    v = split_heads(F.linear(key_value, w_v, b_v))
+    attn = torch.softmax(
+        torch.matmul(q * dim**-0.5, k.transpose(-2, -1)), dim=-1)
+    out = torch.matmul(attn, v).transpose(1, 2)
+    out = out.reshape(out.shape[0], -1, embed)
+    return mha.out_proj(out)
+
+
+def _efficient_attention_forward(self, x: Tensor, hw_shape,
+                                 identity: Optional[Tensor] = None):
+    from mmseg.models.utils import nchw_to_nlc, nlc_to_nchw
+    mha = self.attn
+    if not mha._qkv_same_embed_dim or mha.bias_k is not None \
+            or mha.dropout > 0:
+        # a traced dropout would keep the training flag of the trace
+        raise ValueError(
+            f'{type(self).__name__}: only attention with one packed '
+            'in_proj_weight, no bias_k/bias_v and no attention dropout '
+            '(attn_drop_rate=0) is written out for tracing')
+    x_kv = x
+    if self.sr_ratio > 1:
+        x_kv = self.norm(nchw_to_nlc(self.sr(nlc_to_nchw(x, hw_shape))))
+    identity = x if identity is None else identity
+    if self.batch_first:
+        out = written_out_attention(mha, x, x_kv)
+    else:  # (L, N, E) inputs
+        out = written_out_attention(mha, x.transpose(0, 1),
+                                    x_kv.transpose(0, 1)).transpose(0, 1)
+    return identity + self.dropout_layer(self.proj_drop(out))
+
+
+# Record calls of these as graph nodes instead of tracing into them.
+torch.fx.wrap('checked_seg_samples')
+torch.fx.wrap('seg_img_metas')
+torch.fx.wrap('seg_predictions')
+torch.fx.wrap('prefixed_losses')
+
+
+def _segmentor_predict(self, inputs: Tensor, data_samples=None):
+    if self.test_cfg.get('mode', 'whole') != 'whole':
+        raise ValueError(
+            f'{type(self).__name__}: test_cfg.mode='
+            f"{self.test_cfg.get('mode')!r} cannot be traced (its sliding "
+            "windows depend on the image); use test_cfg.mode='whole'")
+    batch_img_metas = seg_img_metas(inputs, data_samples)
+    x = self.extract_feat(inputs)
+    seg_logits = self.decode_head.predict(x, batch_img_metas, self.test_cfg)
+    return seg_predictions(seg_logits, data_samples, self.align_corners,
+                           getattr(self.decode_head, 'threshold', None))
+
+
+def _heads(segmentor) -> List[Tuple[str, Any]]:
+    """``(loss prefix, head)`` in ``EncoderDecoder.loss``'s order."""
+    heads = [('decode', segmentor.decode_head)]
+    aux = getattr(segmentor, 'auxiliary_head', None)
+    if isinstance(aux, torch.nn.ModuleList):
+        heads += [(f'aux_{i}', head) for i, head in enumerate(aux)]
+    elif aux is not None:
+        heads.append(('aux', aux))
+    return heads
+
+
+def _segmentor_loss(self, inputs: Tensor, data_samples) -> dict:
+    data_samples = checked_seg_samples(data_samples)
+    x = self.extract_feat(inputs)
+    losses = {prefix: head.loss(x, data_samples, self.train_cfg)
+              for prefix, head in _heads(self)}
+    return prefixed_losses(losses)
+
+
+def _rewrites() -> List[Tuple[type, str, Any]]:
+    try:
+        from mmseg.models.backbones.mit import EfficientMultiheadAttention
+        from mmseg.models.decode_heads.psp_head import PPM
+        from mmseg.models.segmentors import EncoderDecoder
+    except ImportError:  # no mmseg: nothing to rewrite
+        return []
+    return [(EncoderDecoder, 'predict', _segmentor_predict),
+            (EncoderDecoder, 'loss', _segmentor_loss),
+            (PPM, 'forward', _ppm_forward),
+            (EfficientMultiheadAttention, 'forward',
+             _efficient_attention_forward)]
+
+
+@contextlib.contextmanager
+def mmseg_rewrites() -> Iterator[None]:
+    """Swap mmseg's sample-looping methods for traceable ones meanwhile."""
+    with contextlib.ExitStack() as stack:
+        for owner, name, replacement in _rewrites():
+            stack.enter_context(mock.patch.object(owner, name, replacement))
+        yield
