@@ -41,7 +41,7 @@ test_dataloader = val_dataloader
 val_evaluator = dict(ann_file=_base_.digits.ann_file)
 test_evaluator = val_evaluator
 
-max_epochs = 5
+max_epochs = 15
 train_cfg = dict(max_epochs=max_epochs, val_interval=max_epochs)
 optim_wrapper = dict(
     _delete_=True,

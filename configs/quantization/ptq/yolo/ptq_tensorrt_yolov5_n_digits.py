@@ -2,7 +2,7 @@
 # per-channel symmetric int8 weights on [-127, 127], per-tensor signed
 # symmetric activations (the OpenVINO config's calibration).
 #   python tools/ptq.py configs/quantization/ptq/yolo/ptq_tensorrt_yolov5_n_digits.py \
-#       --cfg-options model.float_checkpoint=work_dirs/yolo/yolov5_n_digits/epoch_5.pth
+#       --cfg-options model.float_checkpoint=work_dirs/yolo/yolov5_n_digits/epoch_15.pth
 _base_ = ['./ptq_openvino_yolov5_n_digits.py']
 
 model = dict(

@@ -4,7 +4,7 @@
 # are learned together. Validation reports COCO mAP of the quantized
 # (``qat.coco/bbox_mAP``) and of the float model (``original.``).
 #   python tools/train.py configs/quantization/qat/yolo/lsq_openvino_yolov5_n_digits.py \
-#       --cfg-options model.float_checkpoint=work_dirs/yolo/yolov5_n_digits/epoch_5.pth
+#       --cfg-options model.float_checkpoint=work_dirs/yolo/yolov5_n_digits/epoch_15.pth
 _base_ = ['../../ptq/yolo/ptq_openvino_yolov5_n_digits.py']
 
 model = dict(
@@ -23,13 +23,14 @@ model_wrapper_cfg = dict(
     broadcast_buffers=False,
     find_unused_parameters=True)
 
-# Fine-tuning: one epoch at a tenth of the float run's learning rate,
-# cosine to zero; no weight decay on the learned scales; BN statistics stay
-# the float model's.
-max_epochs = 1
+# Fine-tuning: 8 epochs from a fifteenth of the float run's learning rate,
+# cosine to zero (LSQ's scales start from 2 * mean|x| / sqrt(quant_max),
+# not min-max, and need the epochs); no weight decay on the learned scales;
+# BN statistics frozen from epoch 5.
+max_epochs = 8
 optim_wrapper = dict(
     _delete_=True,
-    optimizer=dict(type='AdamW', lr=3e-4, weight_decay=5e-4),
+    optimizer=dict(type='AdamW', lr=2e-4, weight_decay=5e-4),
     paramwise_cfg=dict(
         norm_decay_mult=0., bias_decay_mult=0.,
         custom_keys={'.scale': dict(decay_mult=0.0)}),
@@ -43,7 +44,7 @@ train_cfg = dict(
     type='mmrazor_quant.LSQEpochBasedLoop',
     max_epochs=max_epochs,
     val_interval=max_epochs,
-    freeze_bn_begin=1)
+    freeze_bn_begin=5)
 val_cfg = dict(_delete_=True, type='mmrazor_quant.QATValLoop')
 test_cfg = dict(_delete_=True, type='TestLoop')
 default_hooks = dict(sync=dict(type='SyncBuffersHook'))
