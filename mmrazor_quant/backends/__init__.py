@@ -5,11 +5,12 @@ Importing this package imports no quantizer, exporter or runtime."""
 from .base import BaseBackend, all_backends, backend_names, get_backend
 from .onnxruntime import ONNXRuntimeBackend
 from .openvino import OpenVINOBackend
+from .rknn import RKNNBackend
 from .simulated import AcademicBackend, NativeBackend
 from .tensorrt import TensorRTBackend
 
 __all__ = [
     'BaseBackend', 'all_backends', 'backend_names', 'get_backend',
     'ONNXRuntimeBackend', 'OpenVINOBackend', 'TensorRTBackend',
-    'NativeBackend', 'AcademicBackend'
+    'RKNNBackend', 'NativeBackend', 'AcademicBackend'
 ]

@@ -4,11 +4,12 @@ from .base import BaseQuantizer
 from .native_quantizer import TorchNativeQuantizer
 from .op_kinds import OpKind, classify_node
 from .openvino_quantizer import OpenVINOQuantizer
+from .rknn_quantizer import RKNNQuantizer
 from .rules import InputSelector, QuantRules
 from .tensorrt_quantizer import TensorRTQuantizer
 
 __all__ = [
     'BaseQuantizer', 'TorchNativeQuantizer', 'OpenVINOQuantizer',
-    'TensorRTQuantizer', 'AcademicQuantizer', 'QuantRules', 'InputSelector',
-    'OpKind', 'classify_node'
+    'TensorRTQuantizer', 'RKNNQuantizer', 'AcademicQuantizer', 'QuantRules',
+    'InputSelector', 'OpKind', 'classify_node'
 ]
