@@ -2,7 +2,7 @@
 # in its own venv: it pins torch<=2.4, numpy<=1.26 and onnx<=1.18, so it can
 # never share the main one. The exporter runs it in a subprocess
 # (mmrazor_quant/deploy/external_env.py; docs/deploy.md, "RKNN").
-#   make rknn-env   build .venv-rknn (about 30 s, 630 MB)
+#   make rknn-env   build .venv-rknn (49 s and 628 MB measured, from PyPI)
 # The toolkit is installed without its dependencies: torch is replaced by an
 # import-only stub (mmrazor_quant/deploy/rknn_torch_stub.py; the QDQ-ONNX
 # path never calls torch), the others are pinned below to what it accepts.
@@ -27,6 +27,8 @@ $(RKNN_STAMP): mk/rknn.mk $(RKNN_TORCH_STUB)
 	# Nothing in the venv is project source (git, ruff and pytest skip it).
 	echo '*' > $(RKNN_VENV)/.gitignore
 	$(RKNN_PY) -m pip install -q --no-deps rknn-toolkit2==$(RKNN_TOOLKIT_VERSION)
+	# pip then reports the toolkit's missing torch and opencv-python (the
+	# stub and opencv-python-headless stand in for them): harmless.
 	$(RKNN_PY) -m pip install -q numpy==1.26.4 onnx==1.18.0 \
 	  "protobuf>=4.21.6,<=4.25.4" "onnxruntime>=1.17.0" psutil ruamel.yaml \
 	  scipy tqdm fast-histogram opencv-python-headless

@@ -9,8 +9,9 @@ __all__ = ['RKNNBackend']
 
 @BACKENDS.register_module()
 class RKNNBackend(BaseBackend):
-    """RKNN with :class:`RKNNQuantizer`'s placement, checked in the
-    toolkit's x86 simulator.
+    """Rockchip's NPU: RKNNQuantizer's placement, checked in its simulator.
+
+    Checked in rknn-toolkit2's x86 simulator (runtime ``rknn_simulator``).
 
     The exporter writes the QDQ ONNX and builds the ``.rknn`` from it with
     the model's own scales and zero-points (``build(do_quantization=

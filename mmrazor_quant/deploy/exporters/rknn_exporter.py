@@ -19,8 +19,9 @@ __all__ = ['RKNNExporter']
 
 @EXPORTERS.register_module()
 class RKNNExporter(ONNXRuntimeExporter):
-    """The QDQ ONNX of the model and ``<stem>.rknn``, built from it by
-    rknn-toolkit2 with the model's own scales and zero-points.
+    """QDQ ONNX and the ``.rknn`` rknn-toolkit2 builds from it (our qparams).
+
+    ``<stem>.rknn`` is built with the model's own scales and zero-points.
 
     The toolkit loads the pre-quantized model (``load_onnx``) and builds it
     without quantizing (``build(do_quantization=False)``): every scale and

@@ -10,8 +10,9 @@ __all__ = ['RKNNQuantizer']
 
 @MODELS.register_module()
 class RKNNQuantizer(BaseQuantizer):
-    """Quantize as rknn-toolkit2's ``asymmetric_quantized-8`` models run on
-    Rockchip's NPU.
+    """Quantize as Rockchip's NPU runs rknn-toolkit2's int8 models.
+
+    The scheme is the toolkit's ``asymmetric_quantized-8``.
 
     The NPU passes int8 tensors from op to op, each with one scale and
     zero-point, so fake quants sit on **outputs**, where the toolkit fuses:
