@@ -19,6 +19,9 @@ _QDQ = frozenset({'QuantizeLinear', 'DequantizeLinear'})
 #: Activations a target fuses into the op before them when their output is
 #: quantized right away (Conv+ReLU6 is one int8 op).
 FUSED_ACTIVATIONS = frozenset({'Relu', 'Clip', 'LeakyRelu'})
+#: Ops whose float output an ``Add`` reading it alone takes in (a residual
+#: add fused into the conv, e.g. rknn-toolkit2's ``ConvAdd``).
+_SUM_FUSABLE = frozenset({'Conv', 'Gemm'})
 
 
 def float_tensor_producers(model: onnx.ModelProto) -> List[onnx.NodeProto]:
@@ -29,9 +32,10 @@ def float_tensor_producers(model: onnx.ModelProto) -> List[onnx.NodeProto]:
     or a grid-keeping op (:data:`GRID_KEEPING_OPS`) does from one; constants
     and shape computations are neither activations nor checked; an
     activation in :data:`FUSED_ACTIVATIONS` read only by ``QuantizeLinear``
-    counts as part of the op before it. A graph input read by anything but
-    ``QuantizeLinear`` counts too (its "producer" is then reported as a
-    node of op type ``'input'``).
+    counts as part of the op before it, and so does a conv/linear output
+    that only an ``Add`` reads (the add is fused into it). A graph input
+    read by anything but ``QuantizeLinear`` counts too (its "producer" is
+    then reported as a node of op type ``'input'``).
     """
     graph = model.graph
     constant: Set[str] = {i.name for i in graph.initializer}
@@ -63,6 +67,11 @@ def float_tensor_producers(model: onnx.ModelProto) -> List[onnx.NodeProto]:
 
     bad, seen = [], set()
 
+    def sum_fused(name: str, reader: onnx.NodeProto) -> bool:
+        src = producer.get(name)
+        return reader.op_type == 'Add' and src is not None and \
+            src.op_type in _SUM_FUSABLE and len(consumers[name]) == 1
+
     def flag(name: str) -> None:
         if name in constant or name in on_grid or name in seen:
             return
@@ -74,7 +83,7 @@ def float_tensor_producers(model: onnx.ModelProto) -> List[onnx.NodeProto]:
         if node.op_type in _QDQ or node.output[0] in constant or fused(node):
             continue
         for name in node.input:
-            if name:
+            if name and not sum_fused(name, node):
                 flag(name)
     for out in graph.output:
         flag(out.name)

@@ -118,6 +118,18 @@ def test_rknn_parity_with_simulation(exported):
     assert report.sim_accuracy >= 0.5
 
 
+def test_rknn_placement_follows_the_toolkits_fusions(toy_fp32):
+    """Outputs are quantized after the fused ReLU; the conv a residual add
+    is fused into (``ConvAdd``: ``conv2``, not the downsample conv) keeps
+    its int32 result, the add's output is quantized."""
+    model = _quantized(copy.deepcopy(toy_fp32))
+    names = set(model.architecture.act_fake_quants.keys())
+    assert {'inputs', 'backbone_conv1', 'backbone_layer1_0_conv1',
+            'backbone_layer1_0_relu', 'backbone_layer2_0_downsample_0',
+            'head_fc'} <= names
+    assert not {n for n in names if n.endswith('_conv2')}, names
+
+
 def _act_fake_quant(model, name: str):
     for key, module in model.named_modules():
         if key.endswith(name) and hasattr(module, 'scale'):
