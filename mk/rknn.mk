@@ -6,7 +6,6 @@
 # The toolkit is installed without its dependencies: torch is replaced by an
 # import-only stub (mmrazor_quant/deploy/rknn_torch_stub.py; the QDQ-ONNX
 # path never calls torch), the others are pinned below to what it accepts.
-# `make test` builds it first, so the RKNN tests run there.
 RKNN_VENV := .venv-rknn
 RKNN_PY := $(RKNN_VENV)/bin/python
 RKNN_STAMP := $(RKNN_VENV)/.installed
@@ -15,11 +14,18 @@ RKNN_PYTHON ?= python3.11
 RKNN_TOOLKIT_VERSION := 2.5.0
 RKNN_TORCH_STUB := mmrazor_quant/deploy/rknn_torch_stub.py
 
-.PHONY: rknn-env
+.PHONY: rknn-env rknn-env-for-test
 
 rknn-env: $(RKNN_STAMP)
 
-test: rknn-env
+# `make test` builds it first; a machine where it cannot be built (no
+# Python 3.11, no PyPI) still runs every other test, and the RKNN tests
+# skip saying the venv is missing.
+test: rknn-env-for-test
+
+rknn-env-for-test:
+	@$(MAKE) --no-print-directory rknn-env || \
+	  echo "rknn-env: the build failed (above); the RKNN tests will be skipped"
 
 $(RKNN_STAMP): mk/rknn.mk $(RKNN_TORCH_STUB)
 	rm -rf $(RKNN_VENV)
