@@ -13,8 +13,13 @@ import numpy as np
 import pytest
 import torch
 
-from mmrazor_quant.deploy import build_exporter, check_parity, export_model
+from mmrazor_quant.deploy import (
+    build_exporter,
+    compare_outputs,
+    export_model,
+)
 from mmrazor_quant.deploy.external_env import ExternalEnv, ToolchainMissing
+from mmrazor_quant.deploy.parity import output_step
 from mmrazor_quant.deploy.rknn_simulator import RKNN_ENV, build_rknn
 from mmrazor_quant.deploy.runtimes import load_runtime
 from mmrazor_quant.registry import MODELS
@@ -94,20 +99,35 @@ def toy_rknn(toy_fp32, digits):
 
 @pytest.fixture(scope='module')
 def exported(toy_rknn, digits, tmp_path_factory):
-    """One export and one simulator run (256 test digits) for the module."""
+    """One export and one simulator run (256 test digits) for the module:
+    the export, the simulator's outputs and the parity report."""
     if not RKNN_ENV.available():
         pytest.skip(needs_rknn.kwargs['reason'])
     out = str(tmp_path_factory.mktemp('rknn') / 'toy.onnx')
     result = export_model(toy_rknn, digits[2][:2], out, backend='rknn')
-    report = check_parity(result.deploy_model, out, digits[2][:256],
-                          'rknn_simulator', batch_size=256,
-                          labels=digits[3][:256])
-    return result, report
+    x = digits[2][:256]
+    _, outputs = build_rknn(out, (1, ) + tuple(x.shape[1:]),
+                            inputs=x.numpy())
+    with torch.no_grad():
+        sim = result.deploy_model(x).numpy()
+    report = compare_outputs(sim, outputs, 'rknn_simulator',
+                             output_step(result.deploy_model),
+                             digits[3][:256].numpy())
+    return result, outputs, report
+
+
+@needs_rknn
+def test_rknn_simulator_runtime_is_the_parity_runtime(exported, digits):
+    """The registered runtime the tools' parity check loads builds the same
+    model: the same outputs on the same digits, bit for bit."""
+    result, outputs, _ = exported
+    run = load_runtime('rknn_simulator', result.files['onnx'])
+    np.testing.assert_array_equal(run(digits[2][:8].numpy()), outputs[:8])
 
 
 @needs_rknn
 def test_rknn_parity_with_simulation(exported):
-    result, report = exported
+    result, _, report = exported
     assert set(result.files) == {'onnx', 'qparams', 'rknn'}
     assert os.path.getsize(result.files['rknn']) > 1000
     assert report.runtime == 'rknn_simulator'
@@ -142,7 +162,7 @@ def test_rknn_carries_our_qparams(exported, toy_rknn, digits, tmp_path):
     """One activation scale (the stem's output) x0.25 in our model, which
     clips its larger values, exported again: the simulator's output moves
     as the simulation's does."""
-    result, _ = exported
+    result, outputs, _ = exported
     x = digits[2][:64]
     perturbed = copy.deepcopy(toy_rknn)
     fq = _act_fake_quant(perturbed, 'act_fake_quants.backbone_conv1')
@@ -155,7 +175,7 @@ def test_rknn_carries_our_qparams(exported, toy_rknn, digits, tmp_path):
         sim0 = result.deploy_model(x).numpy()
         sim1 = moved.deploy_model(x).numpy()
     shape = (1, ) + tuple(x.shape[1:])
-    _, rt0 = build_rknn(result.files['onnx'], shape, inputs=x.numpy())
+    rt0 = outputs[:64]
     _, rt1 = build_rknn(out, shape, inputs=x.numpy())
     sim_move, rt_move = sim1 - sim0, rt1 - rt0
     step = float(np.abs(np.diff(np.unique(sim0))).min())
