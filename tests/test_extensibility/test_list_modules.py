@@ -32,7 +32,7 @@ def test_list_modules_prints_known_names_grouped():
         '[packages=mmdet, task=detection]')
     assert {'classification', 'detection', 'tensor'} <= set(
         sections['deploy heads'])
-    assert {'academic', 'litert', 'native', 'onnxruntime', 'openvino',
+    assert {'academic', 'litert', 'native', 'onnxruntime', 'openvino', 'rknn',
             'tensorrt', 'toy_npu'} <= set(sections['backends'])
     assert sections['backends']['toy_npu'].startswith(
         '[quantizer=ToyNPUQuantizer, exporter=ToyNPUExporter, '
