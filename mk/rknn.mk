@@ -36,8 +36,9 @@ $(RKNN_STAMP): mk/rknn.mk $(RKNN_TORCH_STUB)
 	# pip then reports the toolkit's missing torch and opencv-python (the
 	# stub and opencv-python-headless stand in for them): harmless.
 	$(RKNN_PY) -m pip install -q numpy==1.26.4 onnx==1.18.0 \
-	  "protobuf>=4.21.6,<=4.25.4" "onnxruntime>=1.17.0" psutil ruamel.yaml \
-	  scipy tqdm fast-histogram opencv-python-headless
+	  protobuf==4.25.4 onnxruntime==1.26.0 psutil==7.2.2 ruamel.yaml==0.19.1 \
+	  scipy==1.17.1 tqdm==4.70.1 fast-histogram==0.14 \
+	  opencv-python-headless==4.11.0.86
 	mkdir -p $$($(RKNN_PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/torch
 	cp $(RKNN_TORCH_STUB) $$($(RKNN_PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/torch/__init__.py
 	$(RKNN_PY) -c "from rknn.api import RKNN; RKNN(verbose=False).release()"
