@@ -6,11 +6,12 @@ from .base import BaseBackend, all_backends, backend_names, get_backend
 from .litert import LiteRTBackend
 from .onnxruntime import ONNXRuntimeBackend
 from .openvino import OpenVINOBackend
+from .rknn import RKNNBackend
 from .simulated import AcademicBackend, NativeBackend
 from .tensorrt import TensorRTBackend
 
 __all__ = [
     'BaseBackend', 'all_backends', 'backend_names', 'get_backend',
     'ONNXRuntimeBackend', 'OpenVINOBackend', 'TensorRTBackend',
-    'NativeBackend', 'AcademicBackend', 'LiteRTBackend'
+    'RKNNBackend', 'NativeBackend', 'AcademicBackend', 'LiteRTBackend'
 ]

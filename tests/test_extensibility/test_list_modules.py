@@ -32,7 +32,7 @@ def test_list_modules_prints_known_names_grouped():
         '[packages=mmdet, task=detection]')
     assert {'classification', 'detection', 'tensor'} <= set(
         sections['deploy heads'])
-    assert {'academic', 'litert', 'native', 'onnxruntime', 'openvino',
+    assert {'academic', 'litert', 'native', 'onnxruntime', 'openvino', 'rknn',
             'tensorrt', 'toy_npu'} <= set(sections['backends'])
     assert sections['backends']['toy_npu'].startswith(
         '[quantizer=ToyNPUQuantizer, exporter=ToyNPUExporter, '
@@ -51,6 +51,6 @@ def test_list_modules_prints_known_names_grouped():
     assert {'PTQLoop', 'QATEpochBasedLoop',
             'LSQEpochBasedLoop'} <= set(sections['loops'])
     assert {'ONNXRuntimeExporter', 'OpenVINOExporter', 'TensorRTExporter',
-            'ToyNPUExporter'} == set(sections['exporters'])
+            'LiteRTExporter', 'ToyNPUExporter'} <= set(sections['exporters'])
     assert sections['fake quants']['FakeQuantize'] == (
         'Fake quantization with qparams computed by an observer.')

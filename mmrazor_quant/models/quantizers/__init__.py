@@ -5,11 +5,12 @@ from .litert_quantizer import LiteRTQuantizer
 from .native_quantizer import TorchNativeQuantizer
 from .op_kinds import OpKind, classify_node
 from .openvino_quantizer import OpenVINOQuantizer
+from .rknn_quantizer import RKNNQuantizer
 from .rules import InputSelector, QuantRules
 from .tensorrt_quantizer import TensorRTQuantizer
 
 __all__ = [
     'BaseQuantizer', 'TorchNativeQuantizer', 'OpenVINOQuantizer',
-    'TensorRTQuantizer', 'AcademicQuantizer', 'QuantRules', 'InputSelector',
-    'OpKind', 'classify_node', 'LiteRTQuantizer'
+    'TensorRTQuantizer', 'RKNNQuantizer', 'AcademicQuantizer', 'QuantRules',
+    'InputSelector', 'OpKind', 'classify_node', 'LiteRTQuantizer'
 ]
