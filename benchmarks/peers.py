@@ -22,9 +22,9 @@ Quantization time is from the fp32 module to a deployable model
 (calibration included); top-1 is on the 1,000 MNIST test digits (the
 ImageNet-size backbones have random weights and no data here, so only their
 latency is measured). Latencies are medians of ``--repeats`` calls,
-contenders interleaved round-robin in one process so background load hits
-them alike, with ``--threads`` inference threads. A peer that fails is a row
-with its error.
+contenders interleaved in one process (each round in a random order) so
+background load hits them alike, with ``--threads`` inference threads. A
+peer that fails is a row with its error.
 
 Needs the peers' environment: ``make peers-env``, then
 ``make peers`` (or ``.venv-peers/bin/python benchmarks/peers.py``).
@@ -285,8 +285,8 @@ def top1(infer: Infer, images: torch.Tensor, labels: np.ndarray) -> float:
 
 def latencies(contenders: List[Contender], shape, batch: int,
               repeats: int, warmup: int = 5) -> None:
-    """Median ms per call, contenders interleaved round-robin in an order
-    rotated every round."""
+    """Median ms per call, contenders interleaved: each round calls every
+    contender once, in a fresh (seeded) random order."""
     x = np.random.default_rng(0).standard_normal(
         (batch, *shape)).astype(np.float32)
     live = [c for c in contenders if c.infer is not None]
@@ -295,11 +295,12 @@ def latencies(contenders: List[Contender], shape, batch: int,
     for _ in range(warmup):
         for c in live:
             c.infer(x)
-    for round_ in range(repeats):
-        # rotate the order: no contender always runs right after the one
-        # that evicted the caches (the fp32 model's weights)
-        shift = round_ % len(live)
-        for c in live[shift:] + live[:shift]:
+    rng = np.random.default_rng(batch)
+    for _ in range(repeats):
+        # a random order: a rotated one keeps every contender behind the
+        # same one (ours behind the bf16 fp32 model) in most rounds
+        for index in rng.permutation(len(live)):
+            c = live[index]
             start, start_cpu = time.perf_counter(), time.process_time()
             c.infer(x)
             times[c.name].append(time.perf_counter() - start)
