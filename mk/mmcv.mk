@@ -36,4 +36,6 @@ mmcv-wheel:
 # mmcv-lite and mmcv install the same package directory: remove lite first.
 mmcv: mmcv-wheel
 	$(PIP) uninstall -q -y mmcv-lite 2>/dev/null || true
-	$(PIP) install -q --only-binary mmcv $(MMCV_FIND_LINKS) mmcv==$(MMCV_VERSION)
+	$(PIP) install -q --only-binary mmcv $(MMCV_FIND_LINKS) \
+	  $$(test -f $(VENV)/constraints.txt && echo -c $(VENV)/constraints.txt) \
+	  mmcv==$(MMCV_VERSION)
