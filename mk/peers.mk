@@ -31,4 +31,6 @@ $(PEERS_STAMP): $(STAMP) mk/peers.mk
 	touch $(PEERS_STAMP)
 
 peers: $(PEERS_STAMP)
-	$(PEERS_PY) benchmarks/peers.py $(PEERS_ARGS)
+	# The editable install of the main venv is a .pth file there, which the
+	# peers venv does not process: the package comes from the checkout.
+	PYTHONPATH=$(CURDIR) $(PEERS_PY) benchmarks/peers.py $(PEERS_ARGS)
