@@ -1,7 +1,7 @@
 # RTMDet-tiny (mmyolo's config: CSPNeXt + CSPNeXtPAFPN + RTMDetSepBNHead,
 # whose convs are shared across the FPN levels with a BN per level) trained
 # on the 96x96 digit canvases, sized for 2 CPU cores.
-#   python tools/train.py configs/yolo/rtmdet_tiny_base_.digits.py
+#   python tools/train.py configs/yolo/rtmdet_tiny_digits.py
 # The model is mmyolo's; what changes is the data (the project's digit
 # canvases through mmdet's plain pipeline and DetDataPreprocessor, no
 # mosaic/mixup and no pipeline switch), no ImageNet checkpoint, and a short
@@ -35,7 +35,7 @@ test_dataloader = val_dataloader
 val_evaluator = dict(ann_file=_base_.digits.ann_file)
 test_evaluator = val_evaluator
 
-max_epochs = 5
+max_epochs = 15
 train_cfg = dict(
     _delete_=True, type='EpochBasedTrainLoop', max_epochs=max_epochs,
     val_interval=max_epochs)

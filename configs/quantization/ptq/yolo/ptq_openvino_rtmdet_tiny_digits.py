@@ -3,7 +3,7 @@
 # symmetric activations. The mmyolo adapter keeps the head's decoding and
 # losses out of the graph; no tracer skips are needed here.
 #   python tools/ptq.py configs/quantization/ptq/yolo/ptq_openvino_rtmdet_tiny_digits.py \
-#       --cfg-options model.float_checkpoint=work_dirs/yolo/rtmdet_tiny_digits/epoch_5.pth
+#       --cfg-options model.float_checkpoint=work_dirs/yolo/rtmdet_tiny_digits/epoch_15.pth
 _base_ = ['../../../yolo/rtmdet_tiny_digits.py']
 
 # Written by tools/demo.py --task yolo.

@@ -2,7 +2,7 @@
 # per-channel symmetric int8 weights on [-127, 127], per-tensor signed
 # symmetric activations (the OpenVINO config's calibration).
 #   python tools/ptq.py configs/quantization/ptq/yolo/ptq_tensorrt_rtmdet_tiny_digits.py \
-#       --cfg-options model.float_checkpoint=work_dirs/yolo/rtmdet_tiny_digits/epoch_5.pth
+#       --cfg-options model.float_checkpoint=work_dirs/yolo/rtmdet_tiny_digits/epoch_15.pth
 _base_ = ['./ptq_openvino_rtmdet_tiny_digits.py']
 
 model = dict(

@@ -3,7 +3,7 @@
 # weights; the first and the last conv kept at 8 bit, as LSQ
 # does), from its float checkpoint.
 #   python tools/train.py configs/quantization/qat/yolo/lsq_academic_w4a8_rtmdet_tiny_digits.py \
-#       --cfg-options model.float_checkpoint=work_dirs/yolo/rtmdet_tiny_digits/epoch_5.pth
+#       --cfg-options model.float_checkpoint=work_dirs/yolo/rtmdet_tiny_digits/epoch_15.pth
 _base_ = ['./lsq_openvino_rtmdet_tiny_digits.py']
 
 model = dict(

@@ -4,7 +4,7 @@
 # are learned together. Validation reports COCO mAP of the quantized
 # (``qat.coco/bbox_mAP``) and of the float model (``original.``).
 #   python tools/train.py configs/quantization/qat/yolo/lsq_openvino_rtmdet_tiny_digits.py \
-#       --cfg-options model.float_checkpoint=work_dirs/yolo/rtmdet_tiny_digits/epoch_5.pth
+#       --cfg-options model.float_checkpoint=work_dirs/yolo/rtmdet_tiny_digits/epoch_15.pth
 _base_ = ['../../ptq/yolo/ptq_openvino_rtmdet_tiny_digits.py']
 
 model = dict(
