@@ -94,4 +94,4 @@ def test_symmetric_grid_rounds_near_ties_as_ties_in_openvino(tmp_path):
     assert zero_point == 128
     assert _mismatch(fq, scale, zero_point, 'onnxruntime', tmp_path) == 0
     assert _mismatch(fq, scale, zero_point, 'openvino',
-                     tmp_path) == pytest.approx(0.457, abs=0.01)
+                     tmp_path) == pytest.approx(0.457, abs=0.05)
