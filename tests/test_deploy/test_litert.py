@@ -27,7 +27,8 @@ from mmrazor_quant.deploy.parity import output_step
 from mmrazor_quant.deploy.runtimes import load_runtime
 from mmrazor_quant.models.fake_quants import FixedFakeQuantize
 from mmrazor_quant.models.quantizers.litert_int8_matmul import (
-    tflite_int8_matmul, )
+    tflite_int8_matmul,
+)
 from mmrazor_quant.models.quantizers.litert_quantizer import SOFTMAX_QPARAMS
 from mmrazor_quant.models.utils import tensor_graph_module
 from mmrazor_quant.utils.sqnr import sqnr_db

@@ -4,7 +4,10 @@ import numpy as np
 import pytest
 import torch
 
-from mmrazor_quant.models.fake_quants import FixedFakeQuantize
+from mmrazor_quant.models.fake_quants import (
+    FixedFakeQuantize,
+    LearnableFakeQuantize,
+)
 from mmrazor_quant.models.quantizers.litert_int8_matmul import (
     multiply_by_quantized_multiplier,
     quantize_multiplier,
@@ -118,7 +121,10 @@ def test_simulated_matmul_is_the_interpreters(delegate, zero_b, tmp_path):
     product = a @ b
     simulated = fq_out(tflite_int8_matmul(product, a, b, fq_a, fq_b,
                                           fq_out, xnnpack=delegate))
-    to_int = lambda y: (torch.round(y / _SCALES[2]) + 3).long().numpy()
+
+    def to_int(y):
+        return (torch.round(y / _SCALES[2]) + 3).long().numpy()
+
     np.testing.assert_array_equal(to_int(simulated), runtime)
     single = to_int(fq_out(product))  # the float simulation
     assert single[0, 0, 0, 0] == 94 + 3
@@ -161,3 +167,23 @@ def test_float_while_observing_or_disabled():
     fq_a.disable_fake_quant()
     assert tflite_int8_matmul(product, a, b, fq_a, fq_b,
                               fq_out) is product
+
+
+def test_float_while_a_learnable_output_scale_trains():
+    """LSQ's scale gradient needs the unrounded product; without gradients
+    (evaluation) the integer result is used."""
+    fq_a, fq_b = _fake_quant(0.05, 0), _fake_quant(0.04, 7)
+    fq_out = LearnableFakeQuantize(
+        observer=dict(type='mmrazor_quant.MinMaxObserver'),
+        qscheme=_QSCHEME)
+    torch.manual_seed(0)
+    a, b = fq_a(torch.randn(6, 8)), fq_b(torch.randn(8, 6))
+    fq_out(a @ b)  # calibrate
+    fq_out.disable_observer()
+    product = a @ b
+    assert tflite_int8_matmul(product, a, b, fq_a, fq_b,
+                              fq_out) is product
+    with torch.no_grad():
+        exact = tflite_int8_matmul(product, a, b, fq_a, fq_b, fq_out)
+    assert exact is not product
+    assert torch.equal(fq_out(exact), exact)

@@ -9,7 +9,8 @@ from torch import fx, nn
 
 from mmrazor_quant.backends import get_backend
 from mmrazor_quant.models.quantizers.litert_int8_matmul import (
-    remove_int8_matmul_simulation, )
+    remove_int8_matmul_simulation,
+)
 from mmrazor_quant.registry import EXPORTERS
 from ..atomic import atomic_outputs
 from ..dead_code import remove_dead_code

@@ -151,9 +151,9 @@ def tflite_int8_matmul(product: Tensor, a: Tensor, b: Tensor,
     (its gradient needs the unrounded values).
 
     Args:
-        xnnpack (bool): Simulate the interpreter with its default XNNPACK
-            delegate; False: TFLite's builtin kernels only. Defaults to
-            True.
+        xnnpack (bool): Follow the interpreter with its default XNNPACK
+            delegate; False: TFLite's builtin BATCH_MATMUL kernel (the
+            interpreter without the delegate). Defaults to True.
     """
     if torch.onnx.is_in_onnx_export() or fq_out.observer_on or not all(
             fq.fake_quant_on for fq in (fq_a, fq_b, fq_out)):
@@ -202,14 +202,12 @@ def _per_tensor(node: fx.Node, modules: Dict[str, nn.Module]) -> bool:
     return not modules[str(node.target)].is_per_channel
 
 
-def simulate_int8_matmuls(gm: fx.GraphModule,
-                          xnnpack: bool = True) -> List[str]:
+def simulate_int8_matmuls(gm: fx.GraphModule) -> List[str]:
     """Insert :func:`tflite_int8_matmul` after each matmul of two
     fake-quantized tensors whose only user is a fake quant.
 
     Args:
         gm (fx.GraphModule): A prepared graph; modified in place.
-        xnnpack (bool): See :func:`tflite_int8_matmul`. Defaults to True.
 
     Returns:
         list[str]: The names of the output fake quants of those matmuls.
@@ -229,7 +227,7 @@ def simulate_int8_matmuls(gm: fx.GraphModule,
         with gm.graph.inserting_before(fq_out):
             attrs = [gm.graph.get_attr(str(fq.target)) for fq in fake_quants]
             exact = gm.graph.call_function(
-                tflite_int8_matmul, (node, *node.args, *attrs, xnnpack))
+                tflite_int8_matmul, (node, *node.args, *attrs))
         fq_out.replace_input_with(node, exact)
         done.append(str(fq_out.target))
     if done:
@@ -248,7 +246,7 @@ def remove_int8_matmul_simulation(gm: fx.GraphModule) -> int:
     count = 0
     for node in list(gm.graph.nodes):
         if node.op == 'call_function' and node.target is tflite_int8_matmul:
-            attrs = node.args[3:6]
+            attrs = node.args[3:]
             node.replace_all_uses_with(node.args[0])
             gm.graph.erase_node(node)
             for attr in attrs:

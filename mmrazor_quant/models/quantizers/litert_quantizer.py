@@ -55,14 +55,9 @@ class LiteRTQuantizer(BaseQuantizer):
     (:func:`~.litert_int8_matmul.tflite_int8_matmul`): in TFLite's builtin
     kernel, the exact int32 product requantized with a fixed-point
     multiplier, which rounds twice; in XNNPACK (second operand with
-    zero-point 0), in float32, rounding once, as the convs and linears.
-
-    Args:
-        xnnpack (bool): Simulate LiteRT's interpreter with its default
-            XNNPACK delegate (the ``litert`` runtime's default); False:
-            TFLite's builtin kernels only (``delegate=False``). Defaults
-            to True.
-        *args, **kwargs: See :class:`BaseQuantizer`.
+    zero-point 0), in float32, rounding once, as the convs and linears
+    (the simulation follows the interpreter with its default XNNPACK
+    delegate, the ``litert`` runtime's default).
     """
     backend = 'litert'
     rules = QuantRules(
@@ -87,10 +82,6 @@ class LiteRTQuantizer(BaseQuantizer):
     #: Op kinds whose constant operands are int8 tensors in TFLite.
     constant_operand_ops = frozenset({OpKind.ADD, OpKind.MUL})
 
-    def __init__(self, *args, xnnpack: bool = True, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.xnnpack = bool(xnnpack)
-
     def prepare(self, model: nn.Module,
                 forward_modes: Sequence[str] = ('tensor', )
                 ) -> Dict[str, fx.GraphModule]:
@@ -103,7 +94,7 @@ class LiteRTQuantizer(BaseQuantizer):
         made: Dict[str, nn.Module] = {}
         for gm in graph_modules.values():
             self._quantize_constant_operands(model, gm, made)
-            simulate_int8_matmuls(gm, self.xnnpack)
+            simulate_int8_matmuls(gm)
         return graph_modules
 
     def _quantize_constant_operands(self, root: nn.Module,
