@@ -26,7 +26,11 @@ from mmrazor_quant.deploy.litert import UnsupportedOpError
 from mmrazor_quant.deploy.parity import output_step
 from mmrazor_quant.deploy.runtimes import load_runtime
 from mmrazor_quant.models.fake_quants import FixedFakeQuantize
+from mmrazor_quant.models.quantizers.litert_int8_matmul import (
+    tflite_int8_matmul,
+)
 from mmrazor_quant.models.quantizers.litert_quantizer import SOFTMAX_QPARAMS
+from mmrazor_quant.models.utils import tensor_graph_module
 from mmrazor_quant.utils.sqnr import sqnr_db
 from ..test_models.test_quantizers.toy_models import AttentionBlockNet
 
@@ -225,6 +229,10 @@ def _op_codes(path):
             for i in range(graph.OperatorsLength())]
 
 
+def _int8_matmuls(gm):
+    return sum(n.target is tflite_int8_matmul for n in gm.graph.nodes)
+
+
 def test_vit_softmax_on_the_fixed_grid_and_parity(vit, digits, tmp_path):
     softmax = [m for name, m in vit.named_modules()
                if name.endswith('softmax')]
@@ -238,10 +246,12 @@ def test_vit_softmax_on_the_fixed_grid_and_parity(vit, digits, tmp_path):
     assert scales.tolist() == [1 / 256] and zero_points.tolist() == [-128]
     # the position embedding is an int8 operand with its own fake quant
     assert 'pos_embed' in tensors
+    # both attention matmuls simulate LiteRT's int8 BATCH_MATMUL
+    assert _int8_matmuls(result.deploy_model) == 2
     report = check_parity(result.deploy_model, result.onnx_path,
                           digits[2][:64], 'litert')
     assert report.top1_agreement >= 0.95, report
-    assert report.sqnr_db >= 30, report
+    assert report.sqnr_db >= 50, report
 
 
 def test_attention_matmuls_in_float_on_request(vit, digits, tmp_path):
@@ -255,6 +265,9 @@ def test_attention_matmuls_in_float_on_request(vit, digits, tmp_path):
     # the two LayerNorms' and the two matmuls' (two inputs each)
     assert ops.count('DEQUANTIZE') == 2 + 2 * 2
     assert 'FULLY_CONNECTED' in ops and 'SOFTMAX' in ops
+    # the simulation multiplies in float too (the model itself is kept)
+    assert _int8_matmuls(result.deploy_model) == 0
+    assert _int8_matmuls(tensor_graph_module(vit)) == 2
     report = check_parity(result.deploy_model, result.onnx_path,
                           digits[2][:64], 'litert')
     assert report.sqnr_db >= 30, report

@@ -8,6 +8,9 @@ import torch
 from torch import fx, nn
 
 from mmrazor_quant.backends import get_backend
+from mmrazor_quant.models.quantizers.litert_int8_matmul import (
+    remove_int8_matmul_simulation,
+)
 from mmrazor_quant.registry import EXPORTERS
 from ..atomic import atomic_outputs
 from ..dead_code import remove_dead_code
@@ -34,8 +37,10 @@ class LiteRTExporter(ONNXRuntimeExporter):
             DEQUANTIZE and QUANTIZE. Defaults to ``('LayerNormalization',)``
             (LiteRT has no int8 LayerNorm); ``()`` refuses any float op;
             adding ``'MatMul'`` runs the attention matmuls (two
-            activations) in float instead of the int8 BATCH_MATMUL, whose
-            requantization rounds twice (docs/deploy.md).
+            activations) in float instead of the int8 BATCH_MATMUL (the
+            deploy model, the parity check's simulation, then multiplies
+            in float too instead of simulating BATCH_MATMUL's integer
+            requantization).
         **kwargs: See :class:`ONNXRuntimeExporter`; ``dynamic_batch``
             defaults to False (the ``.tflite`` has batch 1).
     """
@@ -68,6 +73,9 @@ class LiteRTExporter(ONNXRuntimeExporter):
         return super().prepare_model(qmodel)
 
     def check_model(self, model: fx.GraphModule) -> None:
+        if 'MatMul' in self.float_ops:
+            # the .tflite multiplies in float32: so does the simulation
+            remove_int8_matmul_simulation(model)
         # names of the fake quants, for the .tflite tensors and messages
         self._layers = {
             f'{name}.scale': module.name or name

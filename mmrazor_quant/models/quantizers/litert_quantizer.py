@@ -7,6 +7,7 @@ from mmrazor_quant.models.fake_quants import FixedFakeQuantize
 from mmrazor_quant.registry import MODELS
 from .backend_spec import BackendSpec, TensorSpec
 from .base import BaseQuantizer
+from .litert_int8_matmul import simulate_int8_matmuls
 from .op_kinds import OpKind, classify_node
 from .passes.insert_fake_quants import ACT_FAKE_QUANTS
 from .rules import QuantRules
@@ -48,6 +49,15 @@ class LiteRTQuantizer(BaseQuantizer):
     tensor on ``[-128, 127]``, asymmetric (a symmetric grid is the
     zero-point-0 case); 8 bit; rounding half to even (the bias is int32 on
     ``s_in * s_w``, see the exporter).
+
+    A matmul of two int8 tensors (attention's ``Q @ K^T`` and ``attn @ V``)
+    runs as LiteRT's int8 BATCH_MATMUL computes it
+    (:func:`~.litert_int8_matmul.tflite_int8_matmul`): in TFLite's builtin
+    kernel, the exact int32 product requantized with a fixed-point
+    multiplier, which rounds twice; in XNNPACK (second operand with
+    zero-point 0), in float32, rounding once, as the convs and linears
+    (the simulation follows the interpreter with its default XNNPACK
+    delegate, the ``litert`` runtime's default).
     """
     backend = 'litert'
     rules = QuantRules(
@@ -77,11 +87,14 @@ class LiteRTQuantizer(BaseQuantizer):
                 ) -> Dict[str, fx.GraphModule]:
         """See :meth:`BaseQuantizer.prepare`; then quantizes the constant
         operands of adds and muls (one fake quant per constant, shared by
-        every mode)."""
+        every mode) and simulates the int8 matmuls of two activations with
+        TFLite's integer arithmetic
+        (:func:`~.litert_int8_matmul.simulate_int8_matmuls`)."""
         graph_modules = super().prepare(model, forward_modes)
         made: Dict[str, nn.Module] = {}
         for gm in graph_modules.values():
             self._quantize_constant_operands(model, gm, made)
+            simulate_int8_matmuls(gm)
         return graph_modules
 
     def _quantize_constant_operands(self, root: nn.Module,
