@@ -9,6 +9,8 @@ from mmrazor_quant.registry import RUNTIMES
 
 __all__ = ['load_runtime', 'runtime_names', 'quantizes_by_division']
 
+#: Runs one batch: an array for the model's first input, or a list of
+#: arrays for its inputs in order.
 Runner = Callable[[np.ndarray], np.ndarray]
 
 #: Runtimes whose ``QuantizeLinear`` divides by the scale as the ONNX spec
@@ -67,10 +69,12 @@ def onnxruntime_runner(path: str, num_threads: int = 0,
     session = ort.InferenceSession(
         path, options, providers=['CPUExecutionProvider'],
         disabled_optimizers=list(disabled_optimizers) or None)
-    name = session.get_inputs()[0].name
+    names = [i.name for i in session.get_inputs()]
 
     def run(x: np.ndarray) -> np.ndarray:
-        outs = session.run(None, {name: x})
+        feeds = dict(zip(names, x)) if isinstance(x, (list, tuple)) \
+            else {names[0]: x}
+        outs = session.run(None, feeds)
         return outs if all_outputs else outs[0]
 
     return run
@@ -98,7 +102,7 @@ def openvino_runner(path: str, num_threads: int = 0,
     compiled = core.compile_model(core.read_model(path), 'CPU', config)
 
     def run(x: np.ndarray) -> np.ndarray:
-        result = compiled([x])
+        result = compiled(list(x) if isinstance(x, (list, tuple)) else [x])
         if all_outputs:
             return [np.asarray(result[o]) for o in compiled.outputs]
         return np.asarray(result[0])

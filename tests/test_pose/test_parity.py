@@ -7,6 +7,7 @@ import torch
 from mmrazor_quant.deploy import deploy_head_of, export_model
 from mmrazor_quant.deploy.pose import PoseDeployHead, check_pose_parity
 from mmrazor_quant.deploy.runtimes import load_runtime
+from mmrazor_quant.deploy.tensor_parity import tensor_parity
 from mmrazor_quant.utils.sqnr import sqnr_db
 from ..int8_host import int8_weight_bits
 
@@ -93,3 +94,24 @@ def test_simcc_head_alone_matches_simulation(backend, runtime, options,
     outs = load_runtime(runtime, head, all_outputs=True,
                         **options)(seen['x'].numpy())
     assert min(sqnr_db(s.numpy(), o) for s, o in zip(sim, outs)) > 60.
+
+
+def test_tensor_by_tensor_onnxruntime_departs_only_at_the_qdq_merge(
+        exported, digits_batch):
+    """Cut at each fake quant, each segment fed the simulation's own
+    values: only the two ScaleNorm products (x / norm rounded, times g = 1,
+    rounded again) depart beyond float rounding, and only with onnxruntime's
+    DoubleQDQPairsRemover on."""
+    model, path = exported['rtmpose', 'openvino']
+    inputs = digits_batch['inputs']
+
+    def departing(**options):
+        report = tensor_parity(model.get_deploy_model(), path, inputs,
+                               'onnxruntime', **options)
+        return {r.name[len('act_fake_quants.'):]: r.sources for r in report
+                if r.differing > 1e-3}
+
+    assert departing() == {
+        'head_mlp_0_mul_1': ['act_fake_quants.head_mlp_0_truediv'],
+        'head_gau_ln_mul_1': ['act_fake_quants.head_gau_ln_truediv']}
+    assert departing(**WITHOUT_QDQ_MERGE) == {}
