@@ -25,9 +25,17 @@ an AP on 0..1, and ``allowed`` is in those units) and ``data`` (what the
 metric is measured on, for the summary line). ``make demo`` is ``--task
 cls``.
 
+With ``--export`` every quantized model whose backend deploys (OpenVINO,
+TensorRT) is also exported to QDQ ONNX as ``tools/export.py`` would, and
+the table gets its parity with the simulation: the lowest SQNR over the
+task's head outputs, in dB, first in the backend's own runtime (OpenVINO;
+onnxruntime for TensorRT, which is not installed here), then in brackets
+in the other of onnxruntime and OpenVINO, whose arithmetic the backend's
+simulation does not model.
+
 Usage:
     python tools/demo.py [--task TASK] [--reuse-fp32] [--only NAME ...]
-                         [--verbose]
+                         [--export] [--verbose]
 """
 import argparse
 import os
@@ -35,7 +43,7 @@ import os.path as osp
 import sys
 import time
 import traceback
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import torch
 from mmengine.config import Config
@@ -43,6 +51,7 @@ from mmengine.hooks import Hook
 from mmengine.runner import Runner
 from mmengine.runner.checkpoint import weights_to_cpu
 
+from mmrazor_quant.backends import backend_names, get_backend
 from mmrazor_quant.registry import register_all_modules
 from mmrazor_quant.utils import register_checkpoint_safe_globals
 from mmrazor_quant.utils.config_checks import check_loop_cfgs, load_config
@@ -54,6 +63,7 @@ WORK_DIR = 'work_dirs'
 DEMO_DIR = osp.join('configs', 'demo')
 DEMO_KEYS = ('metric', 'fp32', 'runs')
 RUN_KEYS = ('model', 'method', 'backend', 'bits', 'config', 'allowed')
+PARITY_RUNTIMES = ('onnxruntime', 'openvino')
 
 class LastValMetrics(Hook):
     """Keeps the metrics of the latest validation."""
@@ -84,6 +94,12 @@ def parse_args() -> argparse.Namespace:
         metavar='NAME',
         help='run only the quantization configs whose file name contains '
         'one of these strings (e.g. lsq ptq_openvino)')
+    parser.add_argument(
+        '--export',
+        action='store_true',
+        help='export each OpenVINO / TensorRT model to QDQ ONNX and add its '
+        'parity in ' + ' and '.join(PARITY_RUNTIMES) + ' to the table '
+        '(its own runtime first)')
     parser.add_argument(
         '--verbose', action='store_true', help='show the runners\' logs')
     return parser.parse_args()
@@ -173,25 +189,63 @@ def run_fp32(config: str, metric: str, args: argparse.Namespace) -> float:
 
 
 def run_quant(config: str, float_ckpt: str, metric: str,
-              args: argparse.Namespace) -> float:
-    """PTQ (test loop) or QAT (train loop) from a config; its metric."""
+              args: argparse.Namespace) -> Tuple[float, Runner]:
+    """PTQ (test loop) or QAT (train loop) from a config; its metric and
+    the Runner holding the quantized model."""
     name = osp.splitext(osp.basename(config))[0]
     cfg = load_cfg(
         config, osp.join(WORK_DIR, 'demo', name), name, args.verbose,
         **{'model.float_checkpoint': float_ckpt})
     runner = build_quiet(cfg)
     if cfg.test_cfg.get('type') == 'mmrazor_quant.PTQLoop':
-        return runner.test()[metric]
+        return runner.test()[metric], runner
     recorder = LastValMetrics()
     runner.register_hook(recorder)
     runner.train()
-    return recorder.metrics['qat.' + metric]
+    return recorder.metrics['qat.' + metric], runner
 
 
-def format_table(rows: List[dict], metric: str) -> str:
+def export_parity(runner: Runner, config: str,
+                  backend: str) -> Dict[str, float]:
+    """Export the Runner's model for ``backend`` into its work dir; the
+    lowest head-output SQNR against the simulation (dB) per runtime, the
+    backend's own runtime first."""
+    from mmrazor_quant.deploy.config_export import (
+        ExportSettings,
+        export_and_check,
+        resolve_output_path,
+    )
+    model = getattr(runner.model, 'module', runner.model).eval()
+    settings = ExportSettings.resolve(model.deploy_cfg, backend=backend)
+    out = resolve_output_path(settings, config, work_dir=runner.work_dir)
+    own = get_backend(backend, 'backend', deployable=True).runtime
+    sqnr = {}
+    for runtime in sorted(PARITY_RUNTIMES, key=lambda r: r != own):
+        _, report = export_and_check(model, runner.cfg, settings, out,
+                                     log=lambda line: None, runtime=runtime)
+        # Task reports give the lowest over the head outputs; the
+        # classification report its one output.
+        sqnr[runtime] = getattr(report, 'min_sqnr_db', None)
+        if sqnr[runtime] is None:
+            sqnr[runtime] = report.sqnr_db
+    return sqnr
+
+
+def format_parity(sqnr: Optional[Dict[str, float]]) -> str:
+    """``openvino 37.4 (onnxruntime 33.4)``: own runtime first."""
+    if not sqnr:
+        return ''
+    (own, first), *others = sqnr.items()
+    return f'{own} {first:.1f}' + ''.join(
+        f' ({runtime} {value:.1f})' for runtime, value in others)
+
+
+def format_table(rows: List[dict], metric: str, parity: bool) -> str:
     header = (f'| model | method | backend | bits | fp32 {metric} | '
               f'quantized {metric} | delta | target |')
-    lines = [header, '|' + '---|' * 8]
+    if parity:
+        header += ' export parity, SQNR dB: its runtime (the other) |'
+    lines = [header, '|' + '---|' * (8 + parity)]
     for r in rows:
         quant = f'{r["quant"]:.2f}' if r['quant'] is not None else 'failed'
         delta = (f'{r["quant"] - r["fp32"]:+.2f}'
@@ -203,7 +257,8 @@ def format_table(rows: List[dict], metric: str) -> str:
         lines.append(
             f'| {r["model"]} | {r["method"]} | {r["backend"]} | '
             f'{r["bits"]} | {r["fp32"]:.2f} | {quant} | {delta} | '
-            f'>= -{r["allowed"]} {"ok" if ok else "MISSED"} |')
+            f'>= -{r["allowed"]} {"ok" if ok else "MISSED"} |' +
+            (f' {format_parity(r["parity"])} |' if parity else ''))
     return '\n'.join(lines)
 
 
@@ -233,26 +288,33 @@ def main() -> int:
         fp32[model] = scale * run_fp32(config, metric, args)
         log(f'fp32 {model}: {metric} {fp32[model]:.2f}')
 
+    deployable = backend_names(deployable=True)
     rows = []
     for run in runs:
         model, method, backend, bits, config, allowed = (
             run[key] for key in RUN_KEYS)
         log(f'{method} {backend} {bits} {model}: {config}')
         quant: Optional[float] = None
+        parity: Dict[str, float] = {}
         try:
-            quant = scale * run_quant(
+            quant, runner = run_quant(
                 config, float_checkpoint(demo.fp32[model]), metric, args)
+            quant *= scale
             log(f'{method} {backend} {bits} {model}: {metric} '
                 f'{quant:.2f}')
+            if args.export and backend in deployable:
+                parity = export_parity(runner, config, backend)
+                log(f'{method} {backend} {bits} {model}: export parity '
+                    f'{format_parity(parity)} dB')
         except Exception:  # one broken backend must not hide the others
             traceback.print_exc()
             log(f'{method} {backend} {bits} {model}: FAILED (see above)')
         rows.append(dict(model=model, method=method, backend=backend,
                          bits=bits, fp32=fp32[model], quant=quant,
-                         allowed=allowed))
+                         allowed=allowed, parity=parity))
 
     wall = time.time() - start
-    table = format_table(rows, metric)
+    table = format_table(rows, metric, args.export)
     data = demo.get('data',
                     'MNIST5k, 1,000 test digits (1 digit = 0.1 points)')
     summary = (f'{data}; '

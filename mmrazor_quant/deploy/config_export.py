@@ -140,7 +140,8 @@ def export_and_check(model: nn.Module,
                      out: str,
                      num_samples: int = 256,
                      verify: bool = True,
-                     log=print):
+                     log=print,
+                     runtime: Optional[str] = None):
     """Export ``model`` to ``out`` with ``settings`` and report its parity
     with the simulation on the config's test data.
 
@@ -154,6 +155,10 @@ def export_and_check(model: nn.Module,
         verify (bool): Run the parity check in the backend's runtime.
             Defaults to True.
         log (callable): Prints a line. Defaults to :func:`print`.
+        runtime (str, optional): The runtime to check in (e.g. OpenVINO
+            for a TensorRT export, whose own runtime here is
+            onnxruntime). None checks in the backend's declared runtime,
+            with its options.
 
     Returns:
         tuple: The :class:`ExportResult` and the parity report (None when
@@ -185,13 +190,15 @@ def export_and_check(model: nn.Module,
         log('implicit mode: the float ONNX is not compared (the backend '
             'applies the ranges at build time)')
         return result, None
-    if backend.runtime is None:
+    if runtime is None and backend.runtime is None:
         log(f'{backend.name} names no runtime: the export is not compared')
         return result, None
+    options = dict(backend.runtime_options) if runtime in (
+        None, backend.runtime) else {}
     # The task's deploy head (its codebase adapter names the task).
     report = deploy_head_of(model).check_parity(
-        model, result.deploy_model, out, inputs, samples, backend.runtime,
-        **dict(backend.runtime_options))
+        model, result.deploy_model, out, inputs, samples,
+        runtime or backend.runtime, **options)
     log(report.format())
     return result, report
 

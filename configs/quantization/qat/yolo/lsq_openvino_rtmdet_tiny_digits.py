@@ -17,19 +17,27 @@ model = dict(
             a_fake_quant=dict(type='mmrazor_quant.LearnableFakeQuantize'),
             w_qscheme=dict(qdtype='qint8', bit=8, is_symmetry=True,
                            is_symmetric_range=True),
-            a_qscheme=dict(qdtype='quint8', bit=8, is_symmetry=True))))
+            # the PTQ config's asymmetric grid (OpenVINO's rounding of
+            # SiLU outputs, see it); the zero-point stays the first
+            # batch's, only the scale is learned
+            a_qscheme=dict(qdtype='quint8', bit=8, is_symmetry=False))))
 model_wrapper_cfg = dict(
     type='mmrazor_quant.MMArchitectureQuantDDP',
     broadcast_buffers=False,
     find_unused_parameters=True)
 
-# Fine-tuning: one epoch at a tenth of the float run's learning rate,
-# cosine to zero; no weight decay on the learned scales; BN statistics stay
-# the float model's.
-max_epochs = 1
+# Fine-tuning: 8 epochs (200 iterations of 32 canvases) from a twentieth of
+# the float run's learning rate, cosine to zero (LSQ's scales start from
+# 2 * mean|x| / sqrt(quant_max), not min-max, and need the epochs: one
+# epoch left 31.6 mAP against the float model's 38.1); no weight decay on
+# the learned scales; BN statistics frozen from epoch 5. The weights learn
+# to rely on the learned clipping: with every fake quant off
+# (``original.``) up to 7 % of a tensor's activations exceed their clip
+# range and the mAP is far below the float model's.
+max_epochs = 8
 optim_wrapper = dict(
     _delete_=True,
-    optimizer=dict(type='AdamW', lr=3e-4, weight_decay=5e-4),
+    optimizer=dict(type='AdamW', lr=2e-4, weight_decay=5e-4),
     paramwise_cfg=dict(
         norm_decay_mult=0., bias_decay_mult=0.,
         custom_keys={'.scale': dict(decay_mult=0.0)}),
@@ -43,7 +51,7 @@ train_cfg = dict(
     type='mmrazor_quant.LSQEpochBasedLoop',
     max_epochs=max_epochs,
     val_interval=max_epochs,
-    freeze_bn_begin=1)
+    freeze_bn_begin=5)
 val_cfg = dict(_delete_=True, type='mmrazor_quant.QATValLoop')
 test_cfg = dict(_delete_=True, type='TestLoop')
 default_hooks = dict(sync=dict(type='SyncBuffersHook'))
