@@ -13,16 +13,9 @@ from ..int8_host import int8_weight_bits
 
 CASES = [('rtmpose', 'openvino'), ('rtmpose', 'tensorrt'),
          ('simplebaseline', 'openvino')]
-# Lowest head-output SQNR asserted (35 dB where not listed). The tiny
-# RTMPose's ScaleNorms keep their initial gain g = 1: onnxruntime removes
-# the `* g` between the two fake quants of OpenVINO's placement (x / norm,
-# then the product) and merges the Q/DQ pairs on either side
-# (DoubleQDQPairsRemover), one rounding where the simulation and OpenVINO
-# round twice: 34 dB, 45 dB with that transformer left out (tested below).
-# A trained g != 1 keeps the Mul and both roundings.
-MIN_SQNR = {('rtmpose', 'openvino', 'onnxruntime'): 30.,
-            ('rtmpose', 'openvino', 'openvino'): 38.}
-WITHOUT_QDQ_MERGE = dict(disabled_optimizers=['DoubleQDQPairsRemover'])
+# Lowest head-output SQNR asserted (measured on a VNNI CPU: RTMPose 48.7 to
+# 53.4 dB, SimpleBaseline 110 dB and more).
+MIN_SQNR = {'rtmpose': 45., 'simplebaseline': 60.}
 
 
 @pytest.fixture(scope='module')
@@ -47,8 +40,7 @@ def test_head_outputs_and_keypoints_match_simulation(arch, backend, runtime,
     model, path = exported[arch, backend]
     report = check_pose_parity(model, path, digits_batch['inputs'], runtime)
     assert report.num_samples == 16
-    assert report.min_sqnr_db > MIN_SQNR.get((arch, backend, runtime), 35.), \
-        report.format()
+    assert report.min_sqnr_db > MIN_SQNR[arch], report.format()
     # the random heads' outputs are nearly flat: an arg-max tie may move a
     # keypoint, but nearly all decode to the same place
     assert report.keypoint_agreement >= 0.9, report.format()
@@ -60,20 +52,10 @@ def test_pose_models_get_the_pose_deploy_head(exported):
     assert isinstance(deploy_head_of(model), PoseDeployHead)
 
 
-def test_rtmpose_openvino_export_without_the_qdq_merge(exported,
-                                                       digits_batch):
-    model, path = exported['rtmpose', 'openvino']
-    report = check_pose_parity(model, path, digits_batch['inputs'],
-                               'onnxruntime', **WITHOUT_QDQ_MERGE)
-    assert report.min_sqnr_db > 40., report.format()
-
-
 @pytest.mark.parametrize('backend', ['openvino', 'tensorrt'])
-@pytest.mark.parametrize('runtime,options', [
-    ('onnxruntime', WITHOUT_QDQ_MERGE), ('openvino', {})])
-def test_simcc_head_alone_matches_simulation(backend, runtime, options,
-                                             exported, digits_batch,
-                                             tmp_path):
+@pytest.mark.parametrize('runtime', ['onnxruntime', 'openvino'])
+def test_simcc_head_alone_matches_simulation(backend, runtime, exported,
+                                             digits_batch, tmp_path):
     """The exported SimCC head, from the quantized ScaleNorm output (the
     2x2 SimCC input, four values per keypoint) to both vectors, fed the
     simulation's own values there: whatever a runtime's whole-model figure
@@ -91,27 +73,43 @@ def test_simcc_head_alone_matches_simulation(backend, runtime, options,
     head = str(tmp_path / 'head.onnx')
     onnx.utils.extract_model(path, head, [quant.input[0]],
                              [o.name for o in graph.output])
-    outs = load_runtime(runtime, head, all_outputs=True,
-                        **options)(seen['x'].numpy())
+    outs = load_runtime(runtime, head, all_outputs=True)(seen['x'].numpy())
     assert min(sqnr_db(s.numpy(), o) for s, o in zip(sim, outs)) > 60.
 
 
-def test_tensor_by_tensor_onnxruntime_departs_only_at_the_qdq_merge(
-        exported, digits_batch):
-    """Cut at each fake quant, each segment fed the simulation's own
-    values: only the two ScaleNorm products (x / norm rounded, times g = 1,
-    rounded again) depart beyond float rounding, and only with onnxruntime's
-    DoubleQDQPairsRemover on."""
-    model, path = exported['rtmpose', 'openvino']
+def _departing(model, path, inputs, **options):
+    """The fake quants whose segment, run alone in onnxruntime from the
+    simulation's values, puts over 1% of the codes off the simulation's,
+    with the segment's sources (float rounding moves 0.15% at most, a few
+    codes of a small late CSPNeXt tensor)."""
+    report = tensor_parity(model.get_deploy_model(), path, inputs,
+                           'onnxruntime', **options)
+    return {r.name[len('act_fake_quants.'):]: r.sources for r in report
+            if r.differing > 0.01}
+
+
+@pytest.mark.parametrize('backend', ['openvino', 'tensorrt'])
+def test_tensor_by_tensor_no_segment_departs(backend, exported,
+                                             digits_batch):
+    model, path = exported['rtmpose', backend]
+    assert _departing(model, path, digits_batch['inputs']) == {}
+
+
+def test_symmetric_grid_lets_onnxruntime_merge_scalenorm_roundings(
+        calibrated, digits_batch, tmp_path):
+    """On a symmetric uint8 grid (zero-point 128) the ScaleNorm's two fake
+    quants (x / norm, then the product with g = 1 of the untrained model)
+    get different scales; onnxruntime drops the `* 1` and merges the Q/DQ
+    pairs on either side (DoubleQDQPairsRemover), one rounding where the
+    simulation rounds twice (34 dB on the head outputs). The configs'
+    asymmetric grid gives both the same qparams, and the merge is exact."""
+    model = calibrated('rtmpose', 'openvino', int8_weight_bits(),
+                       asymmetric=False)
     inputs = digits_batch['inputs']
-
-    def departing(**options):
-        report = tensor_parity(model.get_deploy_model(), path, inputs,
-                               'onnxruntime', **options)
-        return {r.name[len('act_fake_quants.'):]: r.sources for r in report
-                if r.differing > 1e-3}
-
-    assert departing() == {
+    path = str(tmp_path / 'symmetric.onnx')
+    export_model(model, inputs[:1], path, backend='openvino')
+    assert _departing(model, path, inputs) == {
         'head_mlp_0_mul_1': ['act_fake_quants.head_mlp_0_truediv'],
         'head_gau_ln_mul_1': ['act_fake_quants.head_gau_ln_truediv']}
-    assert departing(**WITHOUT_QDQ_MERGE) == {}
+    assert _departing(model, path, inputs, disabled_optimizers=[
+        'DoubleQDQPairsRemover']) == {}
