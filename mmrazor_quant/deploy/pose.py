@@ -11,7 +11,8 @@ from torch import Tensor, nn
 from mmrazor_quant.registry import DEPLOY_HEADS
 from mmrazor_quant.utils.sqnr import sqnr_db
 from .deploy_heads import BaseDeployHead
-from .runtimes import load_runtime
+from .qdq_fake_quantize import quantize_by_division
+from .runtimes import load_runtime, quantizes_by_division
 
 __all__ = [
     'PoseParity', 'check_pose_parity', 'decode_keypoints', 'PoseDeployHead'
@@ -94,7 +95,8 @@ def check_pose_parity(qmodel: nn.Module, onnx_path: str, inputs: Tensor,
             of outputs.
     """
     deploy = qmodel.get_deploy_model().eval()
-    with torch.no_grad():
+    with torch.no_grad(), quantize_by_division(
+            deploy, quantizes_by_division(runtime)):
         sim = _as_list(deploy(inputs.float()))
     run = load_runtime(runtime, onnx_path, all_outputs=True,
                        **runtime_options)

@@ -1,10 +1,18 @@
 """A frozen fake quant that exports as ONNX ``QuantizeLinear`` /
 ``DequantizeLinear``.
 
-Outside of an ONNX export it is exactly :class:`FixedFakeQuantize`. Under
-``torch.onnx.is_in_onnx_export()`` its forward emits the standard ONNX ops
-through :func:`torch.onnx.ops.symbolic` (the dynamo exporter turns them into
-nodes of the default domain), so nothing is patched globally.
+Outside of an ONNX export it is exactly :class:`FixedFakeQuantize`, or,
+within :func:`quantize_by_division`, the ONNX spec's arithmetic:
+``q = clamp(round(x / s) + z)``, a division rounded half to even, as
+onnxruntime's and TensorRT's ``QuantizeLinear`` compute it. The two differ
+only at exact ties, which the training kernels' ``x * (1 / s)`` can round
+the other way. Ties are frequent where an op averages values of one grid:
+the mean of two (an adaptive average pool whose bins overlap, as in
+Fast-SCNN's pyramid pooling) lands on ``k + 1/2`` for half of the pairs.
+
+Under ``torch.onnx.is_in_onnx_export()`` its forward emits the standard ONNX
+ops through :func:`torch.onnx.ops.symbolic` (the dynamo exporter turns them
+into nodes of the default domain), so nothing is patched globally.
 
 The integer grid ``[quant_min, quant_max]`` is stored in the smallest ONNX
 integer type that holds it (:func:`onnx_qtype`). ``QuantizeLinear`` saturates
@@ -14,20 +22,24 @@ to that type's full range, so a narrower grid (``[-127, 127]`` in int8, a
 lands on ``quant_min``/``quant_max`` exactly where the simulation's clamp
 does.
 """
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Iterator, Optional, Tuple
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from mmrazor_quant.models.fake_quants import (
     BaseFakeQuantize,
     FixedFakeQuantize,
 )
+from mmrazor_quant.models.fake_quants.kernels import check_float_input
 from mmrazor_quant.structures.opsets import LOW_BIT_OPSET, QDQ_MIN_OPSET
 from mmrazor_quant.structures.quantization import RoundingPolicy
 
-__all__ = ['QDQFakeQuantize', 'OnnxQType', 'onnx_qtype']
+__all__ = [
+    'QDQFakeQuantize', 'OnnxQType', 'onnx_qtype', 'quantize_by_division'
+]
 
 
 @dataclass(frozen=True)
@@ -120,6 +132,10 @@ class QDQFakeQuantize(FixedFakeQuantize):
     qtype: Optional[OnnxQType] = None
     #: Opset of the emitted Q/DQ nodes (set by :meth:`prepare_export`).
     node_opset: int = _OUTPUT_DTYPE_OPSET
+    #: Quantize as ONNX's ``QuantizeLinear``, ``round(x / s)``, instead of
+    #: the training kernels' ``round(x * (1 / s))`` (see
+    #: :func:`quantize_by_division`).
+    divides: bool = False
     #: ``'symbolic'``: emit Q/DQ with :func:`torch.onnx.ops.symbolic` (the
     #: dynamo exporter, opset >= 18); ``'aten'``: call torch's fake-quant
     #: ops on the container range, which the TorchScript exporter maps to
@@ -251,8 +267,55 @@ class QDQFakeQuantize(FixedFakeQuantize):
             'DequantizeLinear', (q, self.scale, zero_point), attrs,
             dtype=x.dtype, shape=x.shape, version=self.node_opset)
 
+    def _spec_qdq(self, x: Tensor) -> Tensor:
+        """ONNX ``QuantizeLinear`` then ``DequantizeLinear`` in float32 (or
+        float64 for a float64 ``x``)."""
+        check_float_input(x, self.name)
+        scale, zero_point = self.scale, self.zero_point
+        if self.is_per_channel:
+            shape = [1] * x.dim()
+            shape[self.ch_axis] = -1
+            scale, zero_point = scale.reshape(shape), zero_point.reshape(shape)
+        v = x if x.dtype == torch.float64 else x.float()
+        q = torch.clamp(
+            torch.round(v / scale) + zero_point, self.quant_min,
+            self.quant_max)
+        return ((q - zero_point) * scale).to(x.dtype)
+
     def forward(self, x: Tensor) -> Tensor:
-        """The simulation, or ONNX Q/DQ while exporting."""
+        """The simulation (the ONNX pair's arithmetic when :attr:`divides`;
+        a fake quant rounding ties away from zero, which ONNX cannot export,
+        keeps its own), or ONNX Q/DQ while exporting."""
         if torch.onnx.is_in_onnx_export():
             return self._onnx_qdq(x)
-        return super().forward(x)
+        if not self.divides or \
+                self.qscheme.rounding is not RoundingPolicy.HALF_EVEN:
+            return super().forward(x)
+        return self._spec_qdq(x)
+
+
+@contextmanager
+def quantize_by_division(model: nn.Module,
+                         enabled: bool = True) -> Iterator[nn.Module]:
+    """Within the block, every :class:`QDQFakeQuantize` of ``model``
+    quantizes as ONNX's ``QuantizeLinear`` computes, ``round(x / s)``: the
+    simulation a runtime that follows the spec (onnxruntime, TensorRT) is
+    compared against.
+
+    Args:
+        model (nn.Module): A deploy model.
+        enabled (bool): False leaves the model as it is. Defaults to True.
+
+    Yields:
+        nn.Module: ``model``.
+    """
+    fake_quants = [m for m in model.modules()
+                   if isinstance(m, QDQFakeQuantize)] if enabled else []
+    before = [fq.divides for fq in fake_quants]
+    for fq in fake_quants:
+        fq.divides = True
+    try:
+        yield model
+    finally:
+        for fq, divides in zip(fake_quants, before):
+            fq.divides = divides

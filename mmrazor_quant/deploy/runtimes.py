@@ -1,22 +1,37 @@
 """Run an exported model in a real runtime: each runtime is a loader
 function registered in :data:`~mmrazor_quant.registry.RUNTIMES`, taking the
 file's path and options and returning a function of one input batch."""
-from typing import Callable, List
+from typing import Callable, List, Sequence
 
 import numpy as np
 
 from mmrazor_quant.registry import RUNTIMES
 
-__all__ = ['load_runtime', 'runtime_names']
+__all__ = ['load_runtime', 'runtime_names', 'quantizes_by_division']
 
+#: Runs one batch: an array for the model's first input, or a list of
+#: arrays for its inputs in order.
 Runner = Callable[[np.ndarray], np.ndarray]
+
+#: Runtimes whose ``QuantizeLinear`` divides by the scale as the ONNX spec
+#: writes it, ``round(x / s)`` with ties to even (onnxruntime's CPU kernel;
+#: TensorRT's too, for which onnxruntime stands in here).
+_DIVIDING_RUNTIMES = frozenset({'onnxruntime'})
+
+
+def quantizes_by_division(runtime: str) -> bool:
+    """Whether ``runtime`` quantizes by ``round(x / s)`` (see
+    :func:`~mmrazor_quant.deploy.qdq_fake_quantize.quantize_by_division`);
+    OpenVINO's FakeQuantize has arithmetic of its own."""
+    return str(runtime).rpartition(".")[2] in _DIVIDING_RUNTIMES
 
 
 @RUNTIMES.register_module(name='onnxruntime')
 def onnxruntime_runner(path: str, num_threads: int = 0,
                        optimize: bool = True,
                        qdq_fusion: bool = True,
-                       all_outputs: bool = False) -> Runner:
+                       all_outputs: bool = False,
+                       disabled_optimizers: Sequence[str] = ()) -> Runner:
     """A function running ``path`` on onnxruntime's CPU provider with all
     graph optimizations (so QDQ is fused into int8 kernels).
 
@@ -38,6 +53,9 @@ def onnxruntime_runner(path: str, num_threads: int = 0,
         all_outputs (bool): Return the list of all outputs (e.g. a
             detector's per-level head outputs) instead of the first.
             Defaults to False.
+        disabled_optimizers (Sequence[str]): Graph transformers to leave
+            out, by name (e.g. ``'DoubleQDQPairsRemover'``, which merges
+            ``Q -> DQ -> Q -> DQ`` into one rounding). Defaults to none.
     """
     import onnxruntime as ort
     options = ort.SessionOptions()
@@ -49,11 +67,14 @@ def onnxruntime_runner(path: str, num_threads: int = 0,
         ort.GraphOptimizationLevel.ORT_ENABLE_ALL if optimize else \
         ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     session = ort.InferenceSession(
-        path, options, providers=['CPUExecutionProvider'])
-    name = session.get_inputs()[0].name
+        path, options, providers=['CPUExecutionProvider'],
+        disabled_optimizers=list(disabled_optimizers) or None)
+    names = [i.name for i in session.get_inputs()]
 
     def run(x: np.ndarray) -> np.ndarray:
-        outs = session.run(None, {name: x})
+        feeds = dict(zip(names, x)) if isinstance(x, (list, tuple)) \
+            else {names[0]: x}
+        outs = session.run(None, feeds)
         return outs if all_outputs else outs[0]
 
     return run
@@ -81,7 +102,7 @@ def openvino_runner(path: str, num_threads: int = 0,
     compiled = core.compile_model(core.read_model(path), 'CPU', config)
 
     def run(x: np.ndarray) -> np.ndarray:
-        result = compiled([x])
+        result = compiled(list(x) if isinstance(x, (list, tuple)) else [x])
         if all_outputs:
             return [np.asarray(result[o]) for o in compiled.outputs]
         return np.asarray(result[0])

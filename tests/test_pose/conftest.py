@@ -2,6 +2,7 @@
 from the repo's own configs; a batch of real keypoint digits."""
 import copy
 import os.path as osp
+from typing import Optional
 
 import pytest
 import torch
@@ -40,12 +41,14 @@ def simplebaseline_cfg() -> dict:
 
 
 def quant_cfg(arch: dict, backend: str = 'openvino', weight_bits: int = 8,
-              **kwargs) -> dict:
+              asymmetric: bool = False, **kwargs) -> dict:
     """MMArchitectureQuant over ``arch`` with the PTQ configs' W8A8
-    qconfig for ``backend``."""
+    qconfig for ``backend`` (``asymmetric`` activations: RTMPose's
+    OpenVINO config)."""
     signed = backend == 'tensorrt'
     a_qscheme = dict(qdtype='qint8' if signed else 'quint8', bit=8,
-                     is_symmetry=True, is_symmetric_range=signed)
+                     is_symmetry=not asymmetric,
+                     is_symmetric_range=signed)
     return dict(
         type='mmrazor_quant.MMArchitectureQuant',
         architecture=arch,
@@ -98,20 +101,25 @@ ARCHS = {'rtmpose': rtmpose_cfg, 'simplebaseline': simplebaseline_cfg}
 
 @pytest.fixture(scope='session')
 def calibrated(digits_batch):
-    """``calibrated(arch, backend, weight_bits=8)``: the tiny model
-    quantized for ``backend`` and calibrated on the 16 digits (observers
-    off afterwards), built once per session; callers that train deep-copy
-    it."""
+    """``calibrated(arch, backend, weight_bits=8, asymmetric=None)``: the
+    tiny model quantized for ``backend`` (asymmetric activations where its
+    config has them, RTMPose for OpenVINO, unless ``asymmetric`` says) and
+    calibrated on the 16 digits (observers off afterwards), built once per
+    session; callers that train deep-copy it."""
     from mmrazor_quant.models.fake_quants.utils import disable_observer
     from mmrazor_quant.registry import MODELS
     cache = {}
 
-    def get(arch: str, backend: str, weight_bits: int = 8):
-        key = arch, backend, weight_bits
+    def get(arch: str, backend: str, weight_bits: int = 8,
+            asymmetric: Optional[bool] = None):
+        if asymmetric is None:
+            asymmetric = (arch, backend) == ('rtmpose', 'openvino')
+        key = arch, backend, weight_bits, asymmetric
         if key not in cache:
             torch.manual_seed(0)
-            model = MODELS.build(quant_cfg(ARCHS[arch](), backend,
-                                           weight_bits=weight_bits)).eval()
+            model = MODELS.build(quant_cfg(
+                ARCHS[arch](), backend, weight_bits=weight_bits,
+                asymmetric=asymmetric)).eval()
             with torch.no_grad():
                 model(digits_batch['inputs'], mode='tensor')
             disable_observer(model)

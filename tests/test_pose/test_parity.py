@@ -1,19 +1,21 @@
 """Exported pose estimators (QDQ ONNX ending at the head's raw outputs) vs
 the simulation, in onnxruntime and OpenVINO, on real keypoint digits."""
+import onnx
 import pytest
+import torch
 
 from mmrazor_quant.deploy import deploy_head_of, export_model
 from mmrazor_quant.deploy.pose import PoseDeployHead, check_pose_parity
+from mmrazor_quant.deploy.runtimes import load_runtime
+from mmrazor_quant.deploy.tensor_parity import tensor_parity
+from mmrazor_quant.utils.sqnr import sqnr_db
 from ..int8_host import int8_weight_bits
 
 CASES = [('rtmpose', 'openvino'), ('rtmpose', 'tensorrt'),
          ('simplebaseline', 'openvino')]
-# Lowest head-output SQNR asserted. RTMPose's OpenVINO placement (both
-# inputs of every element-wise mul in the GAU quantized) reaches 31-36 dB
-# in onnxruntime depending on the calibration batches, even with Q/DQ run
-# in float (optimize=False): a one-step flip before the 2x2 SimCC
-# bottleneck moves whole vectors (docs/pose.md, "Export parity").
-MIN_SQNR = {('rtmpose', 'openvino'): 30.}
+# Lowest head-output SQNR asserted (measured on a VNNI CPU: RTMPose 48.7 to
+# 53.4 dB, SimpleBaseline 110 dB and more).
+MIN_SQNR = {'rtmpose': 45., 'simplebaseline': 60.}
 
 
 @pytest.fixture(scope='module')
@@ -38,8 +40,7 @@ def test_head_outputs_and_keypoints_match_simulation(arch, backend, runtime,
     model, path = exported[arch, backend]
     report = check_pose_parity(model, path, digits_batch['inputs'], runtime)
     assert report.num_samples == 16
-    assert report.min_sqnr_db > MIN_SQNR.get((arch, backend), 35.), \
-        report.format()
+    assert report.min_sqnr_db > MIN_SQNR[arch], report.format()
     # the random heads' outputs are nearly flat: an arg-max tie may move a
     # keypoint, but nearly all decode to the same place
     assert report.keypoint_agreement >= 0.9, report.format()
@@ -49,3 +50,66 @@ def test_head_outputs_and_keypoints_match_simulation(arch, backend, runtime,
 def test_pose_models_get_the_pose_deploy_head(exported):
     model, _ = exported['rtmpose', 'openvino']
     assert isinstance(deploy_head_of(model), PoseDeployHead)
+
+
+@pytest.mark.parametrize('backend', ['openvino', 'tensorrt'])
+@pytest.mark.parametrize('runtime', ['onnxruntime', 'openvino'])
+def test_simcc_head_alone_matches_simulation(backend, runtime, exported,
+                                             digits_batch, tmp_path):
+    """The exported SimCC head, from the quantized ScaleNorm output (the
+    2x2 SimCC input, four values per keypoint) to both vectors, fed the
+    simulation's own values there: whatever a runtime's whole-model figure
+    loses enters before the head."""
+    model, path = exported['rtmpose', backend]
+    deploy = model.get_deploy_model().eval()
+    seen = {}
+    deploy.get_submodule('act_fake_quants.head_mlp_0_mul_1') \
+        .register_forward_hook(lambda m, i, o: seen.setdefault('x', o))
+    with torch.no_grad():
+        sim = deploy(digits_batch['inputs'].float())
+    graph = onnx.load(path).graph
+    quant = next(n for n in graph.node if n.op_type == 'QuantizeLinear' and
+                 n.input[1] == 'act_fake_quants.head_mlp_0_mul_1.scale')
+    head = str(tmp_path / 'head.onnx')
+    onnx.utils.extract_model(path, head, [quant.input[0]],
+                             [o.name for o in graph.output])
+    outs = load_runtime(runtime, head, all_outputs=True)(seen['x'].numpy())
+    assert min(sqnr_db(s.numpy(), o) for s, o in zip(sim, outs)) > 60.
+
+
+def _departing(model, path, inputs, **options):
+    """The fake quants whose segment, run alone in onnxruntime from the
+    simulation's values, puts over 1% of the codes off the simulation's,
+    with the segment's sources (float rounding moves 0.15% at most, a few
+    codes of a small late CSPNeXt tensor)."""
+    report = tensor_parity(model.get_deploy_model(), path, inputs,
+                           'onnxruntime', **options)
+    return {r.name[len('act_fake_quants.'):]: r.sources for r in report
+            if r.differing > 0.01}
+
+
+@pytest.mark.parametrize('backend', ['openvino', 'tensorrt'])
+def test_tensor_by_tensor_no_segment_departs(backend, exported,
+                                             digits_batch):
+    model, path = exported['rtmpose', backend]
+    assert _departing(model, path, digits_batch['inputs']) == {}
+
+
+def test_symmetric_grid_lets_onnxruntime_merge_scalenorm_roundings(
+        calibrated, digits_batch, tmp_path):
+    """On a symmetric uint8 grid (zero-point 128) the ScaleNorm's two fake
+    quants (x / norm, then the product with g = 1 of the untrained model)
+    get different scales; onnxruntime drops the `* 1` and merges the Q/DQ
+    pairs on either side (DoubleQDQPairsRemover), one rounding where the
+    simulation rounds twice (34 dB on the head outputs). The configs'
+    asymmetric grid gives both the same qparams, and the merge is exact."""
+    model = calibrated('rtmpose', 'openvino', int8_weight_bits(),
+                       asymmetric=False)
+    inputs = digits_batch['inputs']
+    path = str(tmp_path / 'symmetric.onnx')
+    export_model(model, inputs[:1], path, backend='openvino')
+    assert _departing(model, path, inputs) == {
+        'head_mlp_0_mul_1': ['act_fake_quants.head_mlp_0_truediv'],
+        'head_gau_ln_mul_1': ['act_fake_quants.head_gau_ln_truediv']}
+    assert _departing(model, path, inputs, disabled_optimizers=[
+        'DoubleQDQPairsRemover']) == {}
