@@ -75,6 +75,8 @@ EXPECTED = {
 
 @pytest.mark.parametrize('quantizer_cls,a_qscheme', [
     (OpenVINOQuantizer, dict(qdtype='quint8', bit=8, is_symmetry=True)),
+    # the YOLO OpenVINO configs' asymmetric u8 activations
+    (OpenVINOQuantizer, dict(qdtype='quint8', bit=8, is_symmetry=False)),
     (TensorRTQuantizer, W8_SIGNED),
 ])
 def test_c3_block_and_neck_concat_positions(quantizer_cls, a_qscheme):
