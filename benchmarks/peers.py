@@ -16,8 +16,9 @@ batches:
 
 Every int8 model runs in OpenVINO at the default precision, as a user runs
 it. The ours / NNCF row gives the ratio of median wall latencies and, in
-brackets, of median CPU time per call (all threads of the process), which a
-loaded machine does not inflate by making the call wait for a core.
+brackets, its 95 % bootstrap interval (rounds resampled) and the ratio of
+median CPU time per call (all threads of the process), which a loaded
+machine does not inflate by making the call wait for a core.
 Quantization time is from the fp32 module to a deployable model
 (calibration included); top-1 is on the 1,000 MNIST test digits (the
 ImageNet-size backbones have random weights and no data here, so only their
@@ -83,6 +84,8 @@ class Contender:
         self.seconds: Optional[float] = None
         self.error: Optional[str] = None
         self.latency: Dict[int, float] = {}
+        #: every timed call's wall seconds, in round order
+        self.times: Dict[int, List[float]] = {}
         #: CPU seconds of the whole process per call (all threads): unlike
         #: wall time, not inflated by waiting for a core on a loaded machine
         self.cpu: Dict[int, float] = {}
@@ -306,6 +309,7 @@ def latencies(contenders: List[Contender], shape, batch: int,
             times[c.name].append(time.perf_counter() - start)
             cpu[c.name].append(time.process_time() - start_cpu)
     for c in live:
+        c.times[batch] = times[c.name]
         c.latency[batch] = 1e3 * statistics.median(times[c.name])
         c.cpu[batch] = 1e3 * statistics.median(cpu[c.name])
 
@@ -358,6 +362,19 @@ def run_model(key: str, args) -> Tuple[str, List[Contender], bool]:
     return title, list(contenders.values()), arch.trained
 
 
+def ratio_interval(ours: List[float], peer: List[float],
+                   resamples: int = 2000) -> Tuple[float, float]:
+    """95 % bootstrap interval of ``median(ours) / median(peer)``: the
+    rounds resampled with replacement, each round's two calls kept
+    together (they ran under the same background load)."""
+    a, b = np.asarray(ours), np.asarray(peer)
+    rng = np.random.default_rng(0)
+    rounds = rng.integers(0, len(a), size=(resamples, len(a)))
+    ratios = np.median(a[rounds], axis=1) / np.median(b[rounds], axis=1)
+    low, high = np.percentile(ratios, [2.5, 97.5])
+    return float(low), float(high)
+
+
 def format_rows(title: str, contenders: List[Contender], trained: bool,
                 batches: Tuple[int, ...]) -> List[str]:
     ours = next(c for c in contenders if c.name == 'ours')
@@ -374,8 +391,10 @@ def format_rows(title: str, contenders: List[Contender], trained: bool,
         rows.append(f'| {title} | {c.name} | {acc} | {sec} | {lat} |')
     if ours.latency and nncf.latency:
         ratio = ' | '.join(
-            f'**{ours.latency[b] / nncf.latency[b]:.2f}** (CPU time '
-            f'{ours.cpu[b] / nncf.cpu[b]:.2f})' for b in batches)
+            f'**{ours.latency[b] / nncf.latency[b]:.2f}** '
+            '({:.2f}-{:.2f}; '.format(
+                *ratio_interval(ours.times[b], nncf.times[b])) +
+            f'CPU time {ours.cpu[b] / nncf.cpu[b]:.2f})' for b in batches)
         rows.append(f'| {title} | ours / NNCF | | | {ratio} |')
     return rows
 

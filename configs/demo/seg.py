@@ -4,6 +4,7 @@
 # with the drop each may lose against fp32 (in points of mIoU, mmseg's
 # IoUMetric over the 11 classes, background included).
 metric = 'mIoU'
+data = 'segmentation digit canvases, 400 validation canvases (64x64), mIoU in points'
 fp32 = {
     'Fast-SCNN': 'configs/segmentation/fastscnn_digits.py',
     'SegFormer-B0': 'configs/segmentation/segformer_mit-b0_digits.py',

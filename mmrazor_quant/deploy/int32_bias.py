@@ -59,9 +59,20 @@ class BiasAlignment:
         return text
 
 
-def _input_fake_quant(node: fx.Node, modules: Dict[str, nn.Module]
+#: Shape-only ops between a fake quant and a layer (``x.view(n, -1)`` before
+#: a linear head): they keep the input's grid.
+_RESHAPES = frozenset({'view', 'reshape', 'flatten', torch.flatten,
+                       torch.reshape})
+
+
+def _input_fake_quant(node: fx.Node, modules: Dict[str, nn.Module],
+                      through_reshapes: bool = False
                       ) -> Optional[BaseFakeQuantize]:
     src = node.args[0] if node.args else None
+    while through_reshapes and isinstance(src, fx.Node) and \
+            src.op in ('call_method', 'call_function') and \
+            src.target in _RESHAPES and src.args:
+        src = src.args[0]
     if not isinstance(src, fx.Node) or src.op != 'call_module':
         return None
     module = modules.get(str(src.target))
@@ -74,8 +85,9 @@ def _grid(act_fq: BaseFakeQuantize, weight_fq: BaseFakeQuantize) -> Tensor:
     return s_in * weight_fq.get_qparams()[0].detach().float().reshape(-1)
 
 
-def _layers(gm: fx.GraphModule) -> Iterator[Tuple[str, nn.Module,
-                                                  Optional[Tensor], str]]:
+def _layers(gm: fx.GraphModule,
+            through_reshapes: bool = False
+            ) -> Iterator[Tuple[str, nn.Module, Optional[Tensor], str]]:
     """``(name, QAT module, grid or None, reason if None)`` per QAT layer."""
     modules = dict(gm.named_modules())
     for node in gm.graph.nodes:
@@ -83,7 +95,7 @@ def _layers(gm: fx.GraphModule) -> Iterator[Tuple[str, nn.Module,
                 not is_qat_module(modules[str(node.target)]):
             continue
         name, module = str(node.target), modules[str(node.target)]
-        act_fq = _input_fake_quant(node, modules)
+        act_fq = _input_fake_quant(node, modules, through_reshapes)
         if act_fq is None:
             yield name, module, None, 'input not quantized by a fake quant'
         elif act_fq.is_per_channel:
@@ -125,7 +137,9 @@ def _bias_of_layer(name: str, gm: fx.GraphModule) -> Optional[Tensor]:
 
 
 @torch.no_grad()
-def align_bias_to_int32_grid_(qmodel: nn.Module) -> BiasAlignment:
+def align_bias_to_int32_grid_(qmodel: nn.Module,
+                              through_reshapes: bool = False
+                              ) -> BiasAlignment:
     """Round each quantized layer's folded bias onto ``s_in * s_w``, in
     place (``b <- round(b / (s_in s_w)) s_in s_w``).
 
@@ -138,6 +152,11 @@ def align_bias_to_int32_grid_(qmodel: nn.Module) -> BiasAlignment:
         qmodel (MMArchitectureQuant): The calibrated or trained model; its
             forward modes share the modules, so all of them change. Its
             tensor-mode GraphModule (or a DDP wrapper) is taken too.
+        through_reshapes (bool): Also align a layer whose input reaches the
+            fake quant through shape-only ops (``view``, ``reshape``,
+            ``flatten``), for a runtime that keeps the grid across them
+            (rknn-toolkit2 rounds such a linear head's bias too). Defaults
+            to False.
 
     Returns:
         BiasAlignment: The layers moved and the largest move.
@@ -153,7 +172,7 @@ def align_bias_to_int32_grid_(qmodel: nn.Module) -> BiasAlignment:
     gm = tensor_graph_module(qmodel)
     _check_frozen(gm)
     plan, skipped = [], {}
-    for name, module, grid, reason in _layers(gm):
+    for name, module, grid, reason in _layers(gm, through_reshapes):
         folded = module.get_folded_weight_bias()[1]
         if grid is None:
             skipped[name] = reason

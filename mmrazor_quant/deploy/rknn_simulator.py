@@ -34,8 +34,8 @@ def build_rknn(onnx_path: str,
                input_shape: Sequence[int],
                target_platform: str = DEFAULT_PLATFORM,
                rknn_path: Optional[str] = None,
-               inputs: Optional[np.ndarray] = None
-               ) -> Tuple[dict, Optional[np.ndarray]]:
+               inputs: Optional[np.ndarray] = None,
+               encode: bool = True) -> Tuple[dict, Optional[np.ndarray]]:
     """Build ``onnx_path`` with rknn-toolkit2, keeping its qparams.
 
     Args:
@@ -47,10 +47,14 @@ def build_rknn(onnx_path: str,
         inputs (np.ndarray, optional): Float32 NCHW inputs to run in the
             simulator, batches of ``input_shape`` concatenated. Defaults to
             None.
+        encode (bool): Write the model as the toolkit reads Q/DQ pairs
+            first (:mod:`~mmrazor_quant.deploy.rknn_toolkit_encoding`), so
+            that the ``.rknn`` holds its qparams; False hands the toolkit
+            the model as it is. Defaults to True.
 
     Returns:
-        tuple: The worker's result (``versions``) and the simulator's
-        outputs (None without ``inputs``).
+        tuple: The worker's result (``versions``, ``encoding``) and the
+        simulator's outputs (None without ``inputs``).
 
     Raises:
         ToolchainMissing: If ``.venv-rknn`` is not built.
@@ -64,6 +68,7 @@ def build_rknn(onnx_path: str,
                    input_name=_input_name(onnx_path),
                    input_shape=[int(d) for d in input_shape],
                    target_platform=target_platform,
+                   encode=encode,
                    rknn=osp.abspath(rknn_path) if rknn_path else None)
         if inputs is not None:
             np.savez(osp.join(tmp, 'inputs.npz'),

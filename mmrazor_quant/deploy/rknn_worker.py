@@ -6,6 +6,8 @@ by :mod:`mmrazor_quant.deploy.external_env`) holds:
 
 * ``onnx``: the pre-quantized QDQ model; ``input_shape``: its fixed NCHW
   input shape; ``target_platform`` (e.g. ``'rk3588'``);
+* ``encode`` (optional, default true): rewrite the model as the toolkit
+  reads Q/DQ pairs first;
 * ``rknn`` (optional): where to write the ``.rknn``;
 * ``inputs`` (optional): an ``.npz`` of float32 NCHW inputs (key ``x``,
   any number of batches of ``input_shape``) and ``outputs``: where to
@@ -13,17 +15,22 @@ by :mod:`mmrazor_quant.deploy.external_env`) holds:
 * ``result``: where to write the result JSON (``ok``, ``versions``,
   ``error``).
 
-``build(do_quantization=False)`` keeps the model's own scales and
+The model is first rewritten as the toolkit reads Q/DQ pairs
+(``rknn_toolkit_encoding.py`` beside this file: zero-point-0 pairs at
+``127/128`` of their scale, a Q/DQ pair before each residual add's conv);
+``build(do_quantization=False)`` then keeps the model's own scales and
 zero-points; the toolkit calibrates nothing. The simulator runs the model
 built in this process: a ``.rknn`` loaded back with ``load_rknn`` only runs
 on a board. Every file is written under a temporary name and renamed when
 complete.
 
-It imports only the standard library, numpy and rknn (its venv has no
+It imports only the standard library, numpy, onnx and rknn (its venv has no
 real torch and an older numpy than the main one).
 """
+import importlib.util
 import json
 import os
+import os.path as osp
 import sys
 import traceback
 
@@ -54,9 +61,31 @@ def _versions():
             for name in ('rknn-toolkit2', 'numpy', 'onnx')}
 
 
-def run(job):
+def _encoded(onnx_path, work_dir):
+    """``onnx_path`` rewritten for the toolkit (in ``work_dir``) and the
+    rewrite's counts."""
+    import onnx
+    path = osp.join(osp.dirname(osp.abspath(__file__)),
+                    'rknn_toolkit_encoding.py')
+    spec = importlib.util.spec_from_file_location('rknn_toolkit_encoding',
+                                                  path)
+    encoding = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(encoding)
+    model = onnx.load(onnx_path)
+    counts = encoding.encode_for_rknn_toolkit(model)
+    # The toolkit reads a model only from a path ending in '.onnx'.
+    out = osp.join(work_dir, 'model_rknn_encoded.onnx')
+    onnx.save(model, out)
+    return out, counts
+
+
+def run(job, result):
     """Build ``job['onnx']``; export and simulate as the job asks."""
     from rknn.api import RKNN
+    onnx_path = job['onnx']
+    if job.get('encode', True):
+        onnx_path, result['encoding'] = _encoded(
+            onnx_path, osp.dirname(osp.abspath(job['result'])))
     channels = job['input_shape'][1]
     rknn = RKNN(verbose=bool(job.get('verbose', False)))
     try:
@@ -66,7 +95,7 @@ def run(job):
                            std_values=[[1] * channels],
                            target_platform=job['target_platform']),
                'config')
-        _check(rknn.load_onnx(model=job['onnx'],
+        _check(rknn.load_onnx(model=onnx_path,
                               inputs=[job['input_name']],
                               input_size_list=[job['input_shape']]),
                'load_onnx')
@@ -105,7 +134,7 @@ def main(job_path):
     result = dict(ok=True)
     try:
         result['versions'] = _versions()
-        run(job)
+        run(job, result)
     except Exception as e:  # reported to the caller through result.json
         traceback.print_exc()
         result.update(ok=False, error=f'{type(e).__name__}: {e}')

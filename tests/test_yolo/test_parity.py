@@ -5,6 +5,7 @@ import pytest
 import torch
 from torch import nn
 
+from mmrazor_quant.backends import get_backend
 from mmrazor_quant.deploy import deploy_head_of, export_model
 from mmrazor_quant.models.fake_quants.utils import disable_observer
 from mmrazor_quant.registry import MODELS
@@ -40,14 +41,18 @@ def _exported(arch_name, backend, canvases, tmp_path_factory):
     return _EXPORTED[key]
 
 
-@pytest.mark.parametrize('arch_name,backend,runtime', [
-    ('yolov5', 'openvino', 'onnxruntime'),
-    ('yolov5', 'openvino', 'openvino'),
-    ('yolov5', 'tensorrt', 'onnxruntime'),
-    ('rtmdet', 'openvino', 'openvino'),
+# Lowest head-output SQNR measured on a VNNI CPU (8-bit weights): yolov5
+# 52.0, 46.1 and 75.8 dB, rtmdet 91.0 dB; the bounds leave room for other
+# CPUs' kernels. The trained models' figures are in docs/detection.md.
+@pytest.mark.parametrize('arch_name,backend,runtime,min_db', [
+    ('yolov5', 'openvino', 'onnxruntime', 45),
+    ('yolov5', 'openvino', 'openvino', 40),
+    ('yolov5', 'tensorrt', 'onnxruntime', 65),
+    ('rtmdet', 'openvino', 'openvino', 80),
 ])
 def test_head_outputs_and_boxes_match_simulation(arch_name, backend, runtime,
-                                                 canvases, tmp_path_factory):
+                                                 min_db, canvases,
+                                                 tmp_path_factory):
     # Noise on the black background: an untrained head scores its flat
     # regions alike, and ties would decide which boxes make the top 20.
     torch.manual_seed(1)
@@ -55,8 +60,13 @@ def test_head_outputs_and_boxes_match_simulation(arch_name, backend, runtime,
     model, path = _exported(arch_name, backend, canvases, tmp_path_factory)
     head = deploy_head_of(model)
     assert type(head).__name__ == 'DetectionDeployHead'
+    # the backend's own runtime with its options (TensorRT's arithmetic:
+    # onnxruntime without the int8 Q/DQ fusion)
+    target = get_backend(backend)
+    options = dict(target.runtime_options) \
+        if runtime == target.runtime else {}
     report = head.check_parity(model, model.get_deploy_model(), path,
-                               canvases, [], runtime)
+                               canvases, [], runtime, **options)
     assert report.num_images == 8
-    assert report.min_sqnr_db > 35, report.format()
+    assert report.min_sqnr_db > min_db, report.format()
     assert report.box_agreement >= 0.95, report.format()

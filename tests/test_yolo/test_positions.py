@@ -75,7 +75,7 @@ EXPECTED = {
 
 @pytest.mark.parametrize('quantizer_cls,a_qscheme', [
     (OpenVINOQuantizer, dict(qdtype='quint8', bit=8, is_symmetry=True)),
-    # the YOLO OpenVINO configs' asymmetric u8 activations
+    # the YOLO OpenVINO configs' scheme: the positions do not depend on it
     (OpenVINOQuantizer, dict(qdtype='quint8', bit=8, is_symmetry=False)),
     (TensorRTQuantizer, W8_SIGNED),
 ])

@@ -29,12 +29,13 @@ def tiny_arch(name: str, num_classes: int = 3) -> ConfigDict:
 
 def global_qconfig(backend: str, lsq: bool = False,
                    weight_bits: int = 8) -> dict:
-    """W8A8 per backend: activations unsigned (OpenVINO) or signed
-    (TensorRT) symmetric; per-channel signed weights on ``weight_bits``."""
+    """W8A8 per backend, as the YOLO configs: activations unsigned
+    asymmetric (OpenVINO) or signed symmetric (TensorRT); per-channel
+    signed weights on ``weight_bits``."""
     signed = dict(qdtype='qint8', bit=8, is_symmetry=True,
                   is_symmetric_range=True)
     act = signed if backend == 'tensorrt' else dict(
-        qdtype='quint8', bit=8, is_symmetry=True)
+        qdtype='quint8', bit=8, is_symmetry=False)
     prefix = 'mmrazor_quant.'
     return dict(
         w_observer=dict(type=prefix + ('LSQPerChannelObserver' if lsq else

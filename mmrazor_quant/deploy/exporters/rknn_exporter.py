@@ -10,7 +10,9 @@ from mmrazor_quant.backends import get_backend
 from mmrazor_quant.registry import EXPORTERS
 from ..atomic import atomic_outputs
 from ..int8_coverage import float_tensor_producers
+from ..int32_bias import align_bias_to_int32_grid_
 from ..rknn_simulator import DEFAULT_PLATFORM, RKNN_ENV, build_rknn
+from ..rknn_weight_grid import RKNN_WEIGHT_RANGE, fit_weights_to_rknn_grid_
 from .base import ExportResult, quantized_tensors
 from .onnxruntime_exporter import ONNXRuntimeExporter
 
@@ -27,10 +29,13 @@ class RKNNExporter(ONNXRuntimeExporter):
     without quantizing (``build(do_quantization=False)``): every scale and
     zero-point of the ``.rknn`` is one of the model's; nothing is
     calibrated. It runs in its own venv (``make rknn-env``) through
-    :data:`~mmrazor_quant.deploy.rknn_simulator.RKNN_ENV`. Biases are put on
-    the int32 grid ``s_in * s_w`` of the NPU's int8 convolutions
-    (:meth:`prepare_model`, as for onnxruntime). The ``.rknn`` is built for
-    a batch of one.
+    :data:`~mmrazor_quant.deploy.rknn_simulator.RKNN_ENV`, which first
+    writes the model as the toolkit reads Q/DQ pairs
+    (:mod:`~mmrazor_quant.deploy.rknn_toolkit_encoding`); the ``.onnx``
+    written here stays the model's own QDQ form. :meth:`prepare_model` puts
+    the weights on the integers a ``.rknn`` holds and the biases on the
+    int32 grid ``s_in * s_w`` the toolkit rounds them to. The ``.rknn`` is
+    built for a batch of one.
 
     The ONNX, its side files and the ``.rknn`` are written together or not
     at all.
@@ -55,6 +60,23 @@ class RKNNExporter(ONNXRuntimeExporter):
         self.target_platform = target_platform
         self._rknn_tmp: Optional[str] = None
         self._input_shape = None
+
+    def prepare_model(self, qmodel: nn.Module) -> Optional[str]:
+        """Weights in :data:`RKNN_WEIGHT_RANGE` (a ``.rknn`` cannot hold
+        ``+127``; see :func:`fit_weights_to_rknn_grid_`), then, unless
+        ``float_bias``, the biases on the int32 grid ``s_in * s_w``, also
+        behind a ``view`` (the linear head: the toolkit rounds every bias);
+        returns what changed."""
+        _check_quantizer(qmodel)
+        grown = fit_weights_to_rknn_grid_(qmodel)
+        low, high = RKNN_WEIGHT_RANGE
+        summary = (f'rknn weights: {grown} channel scale(s) grown for the '
+                   f'weights to round into [{low}, {high}] (the integers a '
+                   '.rknn holds)')
+        if not self.float_bias:
+            summary += '; ' + align_bias_to_int32_grid_(
+                qmodel, through_reshapes=True).format()
+        return summary
 
     def check_model(self, model: fx.GraphModule) -> None:
         bad = []

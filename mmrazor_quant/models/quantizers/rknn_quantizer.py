@@ -33,10 +33,15 @@ class RKNNQuantizer(BaseQuantizer):
       first such input, e.g. ResNet's ``conv2`` and not the downsample
       conv), which adds the conv's int32 result without rounding it to a
       grid of its own; the add's output is quantized;
-    * average pooling keeps its input's qparams; max pooling, ReLU and
-      shape ops (reshape, flatten) keep the grid, so they carry no fake
-      quant of their own (the NPU requires the same quantization on the
-      input and output of these and of concat);
+    * the output of average pooling, which the toolkit runs as a
+      depthwise conv (the ``.rknn`` build writes a global one as that conv,
+      see :mod:`~mmrazor_quant.deploy.rknn_toolkit_encoding`); on its
+      input's grid, the mean of ``H * W`` integers would be an exact tie
+      for one output in ``H * W``, which the toolkit's float32 simulator
+      breaks either way;
+    * max pooling, ReLU and shape ops (reshape, flatten) keep the grid, so
+      they carry no fake quant of their own (the NPU requires the same
+      quantization on the input and output of these and of concat);
     * LayerNorm, GELU and softmax are not quantized: a model that needs them
       is refused at export, naming the layer (the QDQ path of the toolkit
       needs every tensor between input and output in int8).
@@ -49,10 +54,9 @@ class RKNNQuantizer(BaseQuantizer):
     rules = QuantRules(
         quantized_outputs=frozenset({
             OpKind.CONV, OpKind.LINEAR, OpKind.ADD, OpKind.MUL, OpKind.CAT,
-            OpKind.MATMUL, OpKind.ATTN_MATMUL
+            OpKind.MATMUL, OpKind.ATTN_MATMUL, OpKind.AVGPOOL
         }),
         fold_activations=True,
-        share_input_qparams=frozenset({OpKind.AVGPOOL}),
         quantize_model_input=True)
     scheme = BackendSpec(
         supported_bits=(8, ),

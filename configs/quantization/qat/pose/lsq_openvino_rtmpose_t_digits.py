@@ -19,7 +19,9 @@ model = dict(
             a_fake_quant=dict(type='mmrazor_quant.LearnableFakeQuantize'),
             w_qscheme=dict(qdtype='qint8', bit=8, is_symmetry=True,
                            is_symmetric_range=True),
-            a_qscheme=dict(qdtype='quint8', bit=8, is_symmetry=True))))
+            # the PTQ config's asymmetric grid (OpenVINO's rounding of SiLU
+            # outputs, see it)
+            a_qscheme=dict(qdtype='quint8', bit=8, is_symmetry=False))))
 model_wrapper_cfg = dict(
     type='mmrazor_quant.MMArchitectureQuantDDP',
     broadcast_buffers=False,

@@ -18,6 +18,9 @@ model = dict(
             a_fake_quant=dict(type='mmrazor_quant.LearnableFakeQuantize'),
             w_qscheme=dict(qdtype='qint8', bit=8, is_symmetry=True,
                            is_symmetric_range=True),
+            # the PTQ config's asymmetric grid (OpenVINO's rounding of
+            # SiLU outputs, see it); the zero-point stays the first
+            # batch's, only the scale is learned
             a_qscheme=dict(qdtype='quint8', bit=8, is_symmetry=False))))
 model_wrapper_cfg = dict(
     type='mmrazor_quant.MMArchitectureQuantDDP',
