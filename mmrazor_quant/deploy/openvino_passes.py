@@ -30,20 +30,6 @@ element (the tiny RetinaNet's 24x24 level: 0 dB on that tensor, 2-10 dB on
 the head outputs; onnxruntime 146 dB). :func:`guard_shared_quantize_inputs`
 puts the same value-preserving ``Max`` before such a ``QuantizeLinear``
 (147 dB).
-
-A third case is speed, not values: a conv whose float output is the fused
-sum operand of a residual ``Add`` and that has no bias (or an all-zero one,
-which the plugin drops). The low-precision transformations then merge the
-other operand's zero point into the conv's per-channel dequantization, so
-the kernel applies a per-channel ``binary_add`` and ``binary_mul`` post-op
-instead of folding the dequantization into its weight scales (oneDNN
-``attr-scales:wei``) and adding the zero point with one scalar
-``eltwise_linear``, as it does for a conv with a bias (measured with
-``ONEDNN_VERBOSE=all``: 9 of MobileNetV2's 10 residual convs with random
-weights). :func:`bias_fused_sum_convs` gives such a conv a bias of
-``1e-30``: it leaves every float32 output above ``2.6e-23`` unchanged and
-rounds to zero on any grid coarser than that, so the outputs stay the
-simulation's.
 """
 from typing import Dict, List, Tuple
 
@@ -54,16 +40,12 @@ from onnx import helper, numpy_helper
 from .qparams_table import onnx_constants
 
 __all__ = ['guard_fused_sum_inputs', 'guard_shared_quantize_inputs',
-           'bias_fused_sum_convs', 'FUSING_PRODUCERS']
+           'FUSING_PRODUCERS']
 
 #: Ops OpenVINO's CPU plugin fuses a following ``Add`` into (as a sum
 #: post-op), through element-wise activations and clamps.
 FUSING_PRODUCERS = ('Conv', 'ConvTranspose', 'Gemm', 'MatMul')
 _PASS_THROUGH = ('Relu', 'Max', 'Min', 'Clip', 'Identity')
-#: The bias :func:`bias_fused_sum_convs` writes: far below any grid step,
-#: far above float32's smallest normal number (1.2e-38) after the plugin
-#: divides it by a dequantization scale.
-TINY_BIAS = 1e-30
 #: Smallest value of each integer ONNX type used as a Q/DQ container.
 _TYPE_MIN = {
     onnx.TensorProto.UINT8: 0,
@@ -235,83 +217,3 @@ def guard_shared_quantize_inputs(model: onnx.ModelProto) -> int:
     """
     return _insert_max_guards(model.graph,
                               _shared_quantize_inputs(model.graph))
-
-
-def _out_channels(node: onnx.NodeProto, values: Dict[str, np.ndarray],
-                  producers: Dict[str, onnx.NodeProto]):
-    """Output channels of a Conv/ConvTranspose/Gemm from its weight (a
-    constant, or a constant through ``QuantizeLinear``/``DequantizeLinear``),
-    or None."""
-    name = node.input[1]
-    while name not in values and name in producers and producers[
-            name].op_type in ('QuantizeLinear', 'DequantizeLinear'):
-        name = producers[name].input[0]
-    weight = values.get(name)
-    if weight is None:
-        return None
-    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-    if node.op_type == 'Conv':
-        return weight.shape[0]
-    if node.op_type == 'ConvTranspose':
-        return weight.shape[1] * attrs.get('group', 1)
-    if attrs.get('beta', 1.0) == 0:  # Gemm ignores its C
-        return None
-    return weight.shape[0] if attrs.get('transB', 0) else weight.shape[1]
-
-
-def _biasless_sum_convs(graph: onnx.GraphProto) -> List[Tuple[int, int]]:
-    """``(position, output channels)`` of every Conv/ConvTranspose/Gemm
-    without a bias (or with an all-zero one) whose float output, through
-    element-wise activations, is an operand of an ``Add`` of two tensors."""
-    producers = {o: n for n in graph.node for o in n.output}
-    positions = {id(n): i for i, n in enumerate(graph.node)}
-    values = onnx_constants(graph)
-    found = {}
-    for add in graph.node:
-        if add.op_type != 'Add' or any(name in values
-                                       for name in add.input):
-            continue
-        for name in add.input:
-            node = producers.get(name)
-            while node is not None and node.op_type in _PASS_THROUGH:
-                node = producers.get(node.input[0])
-            if node is None or node.op_type not in ('Conv', 'ConvTranspose',
-                                                    'Gemm'):
-                continue
-            bias = values.get(node.input[2]) if len(node.input) > 2 \
-                and node.input[2] else None
-            if len(node.input) > 2 and node.input[2] and bias is None:
-                continue  # a computed bias
-            if bias is not None and np.any(bias != 0):
-                continue
-            channels = _out_channels(node, values, producers)
-            if channels is not None:
-                found[positions[id(node)]] = channels
-    return sorted(found.items())
-
-
-def bias_fused_sum_convs(model: onnx.ModelProto) -> int:
-    """Give each conv/linear without a bias (or with an all-zero one) whose
-    float output a residual ``Add`` reads a bias of :data:`TINY_BIAS` (see
-    the module docstring), so OpenVINO's CPU plugin folds its
-    dequantization into the kernel's weight scales.
-
-    Args:
-        model (onnx.ModelProto): A QDQ model, modified in place.
-
-    Returns:
-        int: How many layers got the bias.
-    """
-    graph = model.graph
-    found = _biasless_sum_convs(graph)
-    for position, channels in found:
-        node = graph.node[position]
-        bias = numpy_helper.from_array(
-            np.full(channels, TINY_BIAS, dtype=np.float32),
-            f'{node.name or node.output[0]}_ov_bias')
-        graph.initializer.append(bias)
-        if len(node.input) > 2:
-            node.input[2] = bias.name
-        else:
-            node.input.append(bias.name)
-    return len(found)

@@ -16,19 +16,12 @@ before the split, v reads the float tensor, and the plugin runs the gathers,
 ``Q @ K^T``, softmax and ``attn @ V`` as one int8 subgraph.
 """
 import collections
-import os
-import subprocess
-import sys
 
-import numpy as np
-import onnx
 import pytest
 import torch
 from torch import nn
 
 from mmrazor_quant.deploy import check_parity, export_model
-from mmrazor_quant.deploy.openvino_passes import TINY_BIAS
-from mmrazor_quant.deploy.qparams_table import onnx_constants
 from mmrazor_quant.models.fake_quants import disable_observer
 from mmrazor_quant.models.quantizers import OpenVINOQuantizer
 from mmrazor_quant.registry import MODELS
@@ -195,81 +188,3 @@ def test_attention_positions_and_int8_subgraph(tmp_path):
                  if 'Softmax' in names]
     assert len(attention) == 1 and attention[0][0] == 'i8'
     assert '/MatMul_1' in attention[0][1]
-
-
-class BiasFreeSumNet(nn.Module):
-    """A stem conv with a signed output (no ReLU, so its u8 grid has zero
-    point 128), an inverted residual branch whose projection ``proj`` has
-    no bias, the residual add, global average pooling and a linear head."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.stem = nn.Conv2d(3, 8, 3, padding=1)
-        self.expand = nn.Conv2d(8, 16, 1)
-        self.relu = nn.ReLU()
-        self.proj = nn.Conv2d(16, 8, 1, bias=False)
-        self.gap = nn.AdaptiveAvgPool2d(1)
-        self.fc = nn.Linear(8, 5)
-
-    def forward(self, inputs, data_samples=None, mode='tensor'):
-        y = self.stem(inputs)
-        z = self.proj(self.relu(self.expand(y))) + y
-        return self.fc(torch.flatten(self.gap(z), 1))
-
-
-def _sum_conv_post_ops(path: str) -> set:
-    """oneDNN's attributes of ``proj`` (the only 16 -> 8 conv) in the
-    primitive OpenVINO's CPU plugin creates for it (``ONEDNN_VERBOSE=
-    profile_create``, read once per process, so a fresh one; ``all`` made
-    some runs fail to execute a primitive)."""
-    code = ('import numpy as np, openvino as ov, ctypes, sys;'
-            'c = ov.Core().compile_model(sys.argv[1], "CPU");'
-            'c.create_infer_request().infer([np.zeros((1, 3, 8, 8), '
-            'np.float32)]); ctypes.CDLL(None).fflush(None)')
-    env = dict(os.environ, ONEDNN_VERBOSE='profile_create')
-    run = subprocess.run([sys.executable, '-c', code, path], env=env,
-                         capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr[-2000:]
-    return {line.split(',alg:')[0].rsplit(',', 1)[-1]
-            for line in run.stdout.splitlines()
-            if ',convolution,' in line and '_ic16oc8_' in line}
-
-
-def test_bias_free_sum_conv_gets_tiny_bias(tmp_path):
-    """``proj`` has no bias and its float output is the fused sum operand;
-    the other operand ``y`` is signed (u8, zero point 128). Without a bias
-    the low-precision transformations merge that zero point into proj's
-    per-channel dequantization: per-channel ``binary_add`` and ``binary_mul``
-    (or ``depthwise_scale_shift``) post-ops. The exporter gives proj a bias
-    of ``TINY_BIAS``, so the plugin folds the dequantization into the weight
-    scales and adds the zero point with a scalar ``eltwise_linear``, with
-    the same outputs."""
-    torch.manual_seed(0)
-    x = torch.randn(64, 3, 8, 8)
-    model = _quantize(BiasFreeSumNet(), x, U8_SYM)
-    path, report = _export(model, x, tmp_path)
-    assert report.top1_agreement == 1.0 and report.sqnr_db >= 45
-    onnx_model = onnx.load(path)
-    values = onnx_constants(onnx_model.graph)
-    convs = [n for n in onnx_model.graph.node if n.op_type == 'Conv']
-    biases = [values[n.input[2]] for n in convs]
-    assert [b.shape for b in biases] == [(8, ), (16, ), (8, )]
-    assert np.all(biases[2] == np.float32(TINY_BIAS))  # proj
-    assert np.all(biases[0] != TINY_BIAS) and np.all(biases[1] != TINY_BIAS)
-    # the same model without it: bit-identical OpenVINO outputs
-    del convs[2].input[2]
-    bare = str(tmp_path / 'bare.onnx')
-    onnx.save(onnx_model, bare)
-    outputs = [
-        np.asarray(ov.Core().compile_model(p, 'CPU').create_infer_request()
-                   .infer([x[:16].numpy()])[0]) for p in (path, bare)
-    ]
-    np.testing.assert_array_equal(*outputs)
-    if int8_weight_bits() < 8:
-        pytest.skip('the oneDNN post-ops were read on a CPU with VNNI')
-    fused, unfused = _sum_conv_post_ops(path), _sum_conv_post_ops(bare)
-    per_channel = ('binary_add', 'binary_mul', 'depthwise_scale_shift')
-    assert fused and unfused
-    assert all('sum:' in a and 'wei:' in a for a in fused)
-    assert not any(op in a for a in fused for op in per_channel)
-    assert all(any(op in a for op in per_channel) for a in unfused)

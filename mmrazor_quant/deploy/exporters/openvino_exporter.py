@@ -4,7 +4,6 @@ from torch import fx
 
 from mmrazor_quant.registry import EXPORTERS
 from ..openvino_passes import (
-    bias_fused_sum_convs,
     guard_fused_sum_inputs,
     guard_shared_quantize_inputs,
 )
@@ -30,11 +29,7 @@ class OpenVINOExporter(BaseExporter):
     ``QuantizeLinear`` on a conv output that a float consumer reads too (an
     FPN lateral conv feeding the upsampling; see
     :func:`guard_shared_quantize_inputs`), where the plugin would otherwise
-    quantize against a wrongly rescaled range (0 dB on that tensor). A
-    conv without a bias whose float output a residual ``Add`` reads gets a
-    bias of ``1e-30`` (see :func:`bias_fused_sum_convs`), which changes no
-    output but lets the plugin fold the conv's dequantization into its
-    weight scales instead of two per-channel post-ops.
+    quantize against a wrongly rescaled range (0 dB on that tensor).
 
     Raises:
         ValueError: From :meth:`export` if a grid needs more than 8 bits
@@ -55,7 +50,6 @@ class OpenVINOExporter(BaseExporter):
         model = super().final_model(onnx_model)
         guard_fused_sum_inputs(model)
         guard_shared_quantize_inputs(model)
-        bias_fused_sum_convs(model)
         onnx.checker.check_model(model, full_check=True)
         return model
 
