@@ -30,8 +30,9 @@ TensorRT) is also exported to QDQ ONNX as ``tools/export.py`` would, and
 the table gets its parity with the simulation: the lowest SQNR over the
 task's head outputs, in dB, first in the backend's own runtime (OpenVINO;
 onnxruntime for TensorRT, which is not installed here), then in brackets
-in the other of onnxruntime and OpenVINO, whose arithmetic the backend's
-simulation does not model.
+in the runtimes of the table's other backends (onnxruntime and OpenVINO
+for OpenVINO and TensorRT rows), whose arithmetic the backend's simulation
+does not model.
 
 Usage:
     python tools/demo.py [--task TASK] [--reuse-fp32] [--only NAME ...]
@@ -63,7 +64,6 @@ WORK_DIR = 'work_dirs'
 DEMO_DIR = osp.join('configs', 'demo')
 DEMO_KEYS = ('metric', 'fp32', 'runs')
 RUN_KEYS = ('model', 'method', 'backend', 'bits', 'config', 'allowed')
-PARITY_RUNTIMES = ('onnxruntime', 'openvino')
 
 class LastValMetrics(Hook):
     """Keeps the metrics of the latest validation."""
@@ -97,9 +97,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         '--export',
         action='store_true',
-        help='export each OpenVINO / TensorRT model to QDQ ONNX and add its '
-        'parity in ' + ' and '.join(PARITY_RUNTIMES) + ' to the table '
-        '(its own runtime first)')
+        help='export each model whose backend deploys and add its parity '
+        "to the table: in its backend's runtime, then in the runtimes of "
+        "the table's other backends")
     parser.add_argument(
         '--verbose', action='store_true', help='show the runners\' logs')
     return parser.parse_args()
@@ -205,8 +205,17 @@ def run_quant(config: str, float_ckpt: str, metric: str,
     return recorder.metrics['qat.' + metric], runner
 
 
-def export_parity(runner: Runner, config: str,
-                  backend: str) -> Dict[str, float]:
+def parity_runtimes(backends: List[str]) -> List[str]:
+    """The registered runtimes of the deployable ``backends``."""
+    deployable = set(backend_names(deployable=True))
+    return sorted({
+        get_backend(name, 'backend', deployable=True).runtime
+        for name in backends if name in deployable
+    } - {None})
+
+
+def export_parity(runner: Runner, config: str, backend: str,
+                  runtimes: List[str]) -> Dict[str, float]:
     """Export the Runner's model for ``backend`` into its work dir; the
     lowest head-output SQNR against the simulation (dB) per runtime, the
     backend's own runtime first."""
@@ -220,7 +229,7 @@ def export_parity(runner: Runner, config: str,
     out = resolve_output_path(settings, config, work_dir=runner.work_dir)
     own = get_backend(backend, 'backend', deployable=True).runtime
     sqnr = {}
-    for runtime in sorted(PARITY_RUNTIMES, key=lambda r: r != own):
+    for runtime in sorted(runtimes, key=lambda r: r != own):
         _, report = export_and_check(model, runner.cfg, settings, out,
                                      log=lambda line: None, runtime=runtime)
         # Task reports give the lowest over the head outputs; the
@@ -289,6 +298,7 @@ def main() -> int:
         log(f'fp32 {model}: {metric} {fp32[model]:.2f}')
 
     deployable = backend_names(deployable=True)
+    runtimes = parity_runtimes([r['backend'] for r in demo.runs])
     rows = []
     for run in runs:
         model, method, backend, bits, config, allowed = (
@@ -303,7 +313,7 @@ def main() -> int:
             log(f'{method} {backend} {bits} {model}: {metric} '
                 f'{quant:.2f}')
             if args.export and backend in deployable:
-                parity = export_parity(runner, config, backend)
+                parity = export_parity(runner, config, backend, runtimes)
                 log(f'{method} {backend} {bits} {model}: export parity '
                     f'{format_parity(parity)} dB')
         except Exception:  # one broken backend must not hide the others
