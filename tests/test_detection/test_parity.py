@@ -64,3 +64,25 @@ def test_head_outputs_and_boxes_match_simulation(backend, runtime, exported,
     assert report.num_images == 8
     assert report.min_sqnr_db > 35, report
     assert report.box_agreement >= 0.95, report
+
+
+def test_box_agreement_counts_equal_zero_area_boxes():
+    """A zero-area box (a low-score box of an unused level) has no IoU,
+    not even with itself: equal corners count as reproduced, a shifted
+    box or another label does not."""
+    from mmengine.structures import InstanceData
+
+    from mmrazor_quant.deploy.detection import BOX_CORNER_TOL, _box_agreement
+
+    def boxes(coords, labels):
+        return InstanceData(bboxes=torch.tensor(coords, dtype=torch.float),
+                            labels=torch.tensor(labels))
+
+    sim = boxes([[0., 88.1, 0., 88.2], [10., 10., 30., 40.]], [3, 5])
+    assert _box_agreement([sim], [sim]) == 1.0
+    near = boxes([[0., 88.1 + BOX_CORNER_TOL / 2, 0., 88.2],
+                  [10., 10., 30., 40.]], [3, 5])
+    assert _box_agreement([sim], [near]) == 1.0
+    far = boxes([[0., 88.1 + 2 * BOX_CORNER_TOL, 0., 88.2],
+                 [10., 10., 30., 40.]], [3, 7])
+    assert _box_agreement([sim], [far]) == 0.0
