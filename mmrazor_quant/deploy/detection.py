@@ -10,6 +10,7 @@ from torch import Tensor, nn
 from mmrazor_quant.registry import DEPLOY_HEADS
 from mmrazor_quant.utils.sqnr import sqnr_db
 from .deploy_heads import BaseDeployHead
+from .runtime_arithmetic import runtime_arithmetic
 from .runtimes import load_runtime
 
 __all__ = [
@@ -104,7 +105,7 @@ def check_detection_parity(qmodel: nn.Module, onnx_path: str,
         DetectionParity: Head-output SQNR and decoded-box agreement.
     """
     deploy = qmodel.get_deploy_model().eval()
-    with torch.no_grad():
+    with torch.no_grad(), runtime_arithmetic(deploy, runtime):
         sim = _flat(deploy(inputs.float()))
     run = load_runtime(runtime, onnx_path, all_outputs=True,
                        **runtime_options)

@@ -10,6 +10,7 @@ from torch import Tensor, fx
 from mmrazor_quant.utils.sqnr import sqnr_db
 from .int8_saturation import SATURATION_NOTE, int8_pairs_saturate
 from .qdq_fake_quantize import QDQFakeQuantize
+from .runtime_arithmetic import runtime_arithmetic
 from .runtimes import load_runtime
 
 __all__ = ['ParityReport', 'compare_outputs', 'check_parity', 'output_step']
@@ -178,7 +179,8 @@ def check_parity(model: fx.GraphModule,
     batches = [b.float().contiguous() for b in _batches(inputs, batch_size)]
     # The simulation runs first, not interleaved with the runtime: the two
     # thread pools would compete for the same cores.
-    sims = [model(batch).numpy() for batch in batches]
+    with runtime_arithmetic(model, runtime):
+        sims = [model(batch).numpy() for batch in batches]
     run = load_runtime(runtime, onnx_path, **runtime_options)
     outs = [run(batch.numpy()) for batch in batches]
     if step is None:

@@ -11,8 +11,8 @@ from torch import Tensor, nn
 from mmrazor_quant.registry import DEPLOY_HEADS
 from mmrazor_quant.utils.sqnr import sqnr_db
 from .deploy_heads import BaseDeployHead
-from .qdq_fake_quantize import quantize_by_division
-from .runtimes import load_runtime, quantizes_by_division
+from .runtime_arithmetic import runtime_arithmetic
+from .runtimes import load_runtime
 
 __all__ = [
     'PoseParity', 'check_pose_parity', 'decode_keypoints', 'PoseDeployHead'
@@ -95,8 +95,7 @@ def check_pose_parity(qmodel: nn.Module, onnx_path: str, inputs: Tensor,
             of outputs.
     """
     deploy = qmodel.get_deploy_model().eval()
-    with torch.no_grad(), quantize_by_division(
-            deploy, quantizes_by_division(runtime)):
+    with torch.no_grad(), runtime_arithmetic(deploy, runtime):
         sim = _as_list(deploy(inputs.float()))
     run = load_runtime(runtime, onnx_path, all_outputs=True,
                        **runtime_options)

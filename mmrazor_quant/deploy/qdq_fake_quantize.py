@@ -36,6 +36,7 @@ from mmrazor_quant.models.fake_quants import (
 from mmrazor_quant.models.fake_quants.kernels import check_float_input
 from mmrazor_quant.structures.opsets import LOW_BIT_OPSET, QDQ_MIN_OPSET
 from mmrazor_quant.structures.quantization import RoundingPolicy
+from mmrazor_quant.utils.attribute_scope import attribute_set
 
 __all__ = [
     'QDQFakeQuantize', 'OnnxQType', 'onnx_qtype', 'quantize_by_division'
@@ -311,11 +312,5 @@ def quantize_by_division(model: nn.Module,
     """
     fake_quants = [m for m in model.modules()
                    if isinstance(m, QDQFakeQuantize)] if enabled else []
-    before = [fq.divides for fq in fake_quants]
-    for fq in fake_quants:
-        fq.divides = True
-    try:
+    with attribute_set(fake_quants, 'divides', True):
         yield model
-    finally:
-        for fq, divides in zip(fake_quants, before):
-            fq.divides = divides

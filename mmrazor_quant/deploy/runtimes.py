@@ -7,7 +7,10 @@ import numpy as np
 
 from mmrazor_quant.registry import RUNTIMES
 
-__all__ = ['load_runtime', 'runtime_names', 'quantizes_by_division']
+__all__ = [
+    'load_runtime', 'runtime_names', 'quantizes_by_division',
+    'accumulates_exactly'
+]
 
 #: Runs one batch: an array for the model's first input, or a list of
 #: arrays for its inputs in order.
@@ -24,6 +27,20 @@ def quantizes_by_division(runtime: str) -> bool:
     :func:`~mmrazor_quant.deploy.qdq_fake_quantize.quantize_by_division`);
     OpenVINO's FakeQuantize has arithmetic of its own."""
     return str(runtime).rpartition(".")[2] in _DIVIDING_RUNTIMES
+
+
+#: Runtimes that run every quantized conv and linear as an int8 kernel,
+#: summing in an int32 accumulator (OpenVINO's CPU plugin: its
+#: low-precision transformations take each Q/DQ conv whatever follows it).
+#: onnxruntime fuses only a conv whose output is quantized directly and
+#: runs the others in float32, as the training graph does.
+_EXACTLY_ACCUMULATING_RUNTIMES = frozenset({'openvino'})
+
+
+def accumulates_exactly(runtime: str) -> bool:
+    """Whether ``runtime`` sums a quantized conv's products exactly (see
+    :func:`~mmrazor_quant.deploy.runtime_arithmetic.exact_accumulation`)."""
+    return str(runtime).rpartition(".")[2] in _EXACTLY_ACCUMULATING_RUNTIMES
 
 
 @RUNTIMES.register_module(name='onnxruntime')

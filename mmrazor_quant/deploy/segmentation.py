@@ -18,8 +18,8 @@ from mmrazor_quant.utils.sqnr import sqnr_db
 from .deploy_heads import BaseDeployHead
 from .int8_saturation import SATURATION_NOTE, int8_pairs_saturate
 from .parity import runs_int8_kernels
-from .qdq_fake_quantize import quantize_by_division
-from .runtimes import load_runtime, quantizes_by_division
+from .runtime_arithmetic import runtime_arithmetic
+from .runtimes import load_runtime
 
 __all__ = [
     'SegmentationParity', 'seg_labels', 'check_segmentation_parity',
@@ -89,9 +89,9 @@ def check_segmentation_parity(deploy_model: nn.Module, onnx_path: str,
             shape.
     """
     inputs = inputs.float().contiguous()
-    # as the runtime quantizes: exact ties (the pyramid pooling's means of
+    # as the runtime computes: exact ties (the pyramid pooling's means of
     # two) round as its QuantizeLinear rounds them
-    with quantize_by_division(deploy_model, quantizes_by_division(runtime)):
+    with runtime_arithmetic(deploy_model, runtime):
         sim = deploy_model.eval()(inputs)
     run = load_runtime(runtime, onnx_path, **runtime_options)
     out = torch.from_numpy(np.asarray(run(inputs.numpy())))

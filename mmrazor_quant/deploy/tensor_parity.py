@@ -14,8 +14,9 @@ import torch
 from torch import Tensor, nn
 
 from mmrazor_quant.utils.sqnr import sqnr_db
-from .qdq_fake_quantize import QDQFakeQuantize, quantize_by_division
-from .runtimes import load_runtime, quantizes_by_division
+from .qdq_fake_quantize import QDQFakeQuantize
+from .runtime_arithmetic import runtime_arithmetic
+from .runtimes import load_runtime
 
 __all__ = ['TensorParity', 'tensor_parity']
 
@@ -127,8 +128,7 @@ def tensor_parity(deploy_model: nn.Module,
     ]
     inputs = inputs.float().contiguous()
     try:
-        with torch.no_grad(), quantize_by_division(
-                deploy_model, quantizes_by_division(runtime)):
+        with torch.no_grad(), runtime_arithmetic(deploy_model, runtime):
             deploy_model.eval()(inputs)
     finally:
         for hook in hooks:

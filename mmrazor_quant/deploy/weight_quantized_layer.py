@@ -29,6 +29,11 @@ class WeightQuantizedLayer(nn.Module):
 
     #: Tracers keep this module as one ``call_module`` node.
     is_fx_leaf = True
+    #: Sum the products in float64 and round the sum once, before the bias,
+    #: as an int8 kernel's int32 accumulator does (see
+    #: :func:`~mmrazor_quant.deploy.runtime_arithmetic.exact_accumulation`).
+    #: False sums in the input's dtype, as the training graph does.
+    exact_accumulation = False
 
     def __init__(self,
                  layer: nn.Module,
@@ -56,11 +61,28 @@ class WeightQuantizedLayer(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         weight = self.weight_fake_quant(self.layer.weight)
-        if isinstance(self.layer, nn.Linear):
+        if self.exact_accumulation:
+            out = self._exactly_accumulated(x, weight)
+        elif isinstance(self.layer, nn.Linear):
             out = F.linear(x, weight, self.layer.bias)
         else:
             out = self.layer._conv_forward(x, weight, self.layer.bias)
         return F.relu(out) if self.with_relu else out
+
+    def _exactly_accumulated(self, x: Tensor, weight: Tensor) -> Tensor:
+        # Products of two float32 grid values are exact in float64 and so
+        # are their sums here (far below 2 ** 53 steps): one rounding.
+        if isinstance(self.layer, nn.Linear):
+            out = F.linear(x.double(), weight.double())
+        else:
+            out = self.layer._conv_forward(x.double(), weight.double(), None)
+        out = out.to(x.dtype)
+        bias = self.layer.bias
+        if bias is None:
+            return out
+        if isinstance(self.layer, nn.Linear):
+            return out + bias
+        return out + bias.reshape(-1, *[1] * (out.dim() - 2))
 
 
 def from_qat_module(qat: nn.Module) -> WeightQuantizedLayer:
