@@ -23,3 +23,32 @@ def test_interval_holds_the_ratio_of_medians_and_narrows_with_rounds():
         return high - low
 
     assert width(1000) < width(50) / 2
+
+
+def test_random_backbones_get_trained_like_batch_norms():
+    """Folded biases non-zero and no all-zero residual conv, reproducibly:
+    what a trained network deploys (mmcls initialises BN to zero shifts
+    and, in each ResNet block's last BN, zero scales)."""
+    import torch
+    from mmcls.models import ResNet
+
+    from benchmarks.peers import trained_like_batch_norms
+
+    def drawn():
+        torch.manual_seed(0)
+        net = ResNet(depth=18, zero_init_residual=True)
+        net.init_weights()
+        trained_like_batch_norms(net)
+        return [m for m in net.modules()
+                if isinstance(m, torch.nn.BatchNorm2d)]
+
+    bns, again = drawn(), drawn()
+    assert len(bns) == 20
+    for bn, same in zip(bns, again):
+        assert torch.equal(bn.bias, same.bias)
+        assert bn.weight.min() >= 0.5 and bn.weight.max() <= 1.0
+        assert bn.running_var.min() >= 0.5
+        # the folded bias, beta - mean * gamma / sqrt(var + eps)
+        folded = bn.bias - bn.running_mean * bn.weight / torch.sqrt(
+            bn.running_var + bn.eps)
+        assert (folded != 0).all()
