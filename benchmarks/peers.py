@@ -24,7 +24,9 @@ Quantization time is from the fp32 module to a deployable model
 ImageNet-size backbones have random weights and no data here, so only their
 latency is measured). Latencies are medians of ``--repeats`` calls,
 contenders interleaved in one process (each round in a random order) so
-background load hits them alike, with ``--threads`` inference threads; the
+background load hits them alike, with ``--threads`` inference threads, each
+OpenVINO contender compiled :data:`COMPILED_INSTANCES` times and its calls
+cycling through the compilations; the
 PyTorch contender (torchao) in rounds of its own, after the OpenVINO ones,
 whose calls its spinning OpenMP threads would slow. A peer that fails is a
 row with its error.
@@ -39,6 +41,7 @@ Usage:
 """
 import argparse
 import copy
+import itertools
 import os
 import os.path as osp
 import platform
@@ -79,6 +82,11 @@ PEERS = ('ours', 'NNCF', 'torchao PT2E', 'PPQ')
 #: MobileNetV2 at batch 32: 2.10 ms beside them, 1.39 ms without)
 TORCH_CONTENDERS = ('torchao PT2E', )
 Infer = Callable[[np.ndarray], np.ndarray]
+#: Compilations of each OpenVINO contender, called in turn: one compiled
+#: model's speed depends on where its buffers land (two compilations of one
+#: MobileNetV2 differed by up to 1.2 % at batch 1), a bias that one
+#: compilation per contender would turn into a ratio.
+COMPILED_INSTANCES = 3
 
 
 class Contender:
@@ -111,17 +119,21 @@ class TensorMode(torch.nn.Module):
 
 
 def ov_compile(model, threads: int, precision: Optional[str] = None):
-    """Compile for the CPU plugin: one stream, ``threads`` threads."""
+    """Compile for the CPU plugin (one stream, ``threads`` threads)
+    :data:`COMPILED_INSTANCES` times; the calls cycle through them."""
     import openvino as ov
     config = {'INFERENCE_NUM_THREADS': threads, 'NUM_STREAMS': 1,
               'PERFORMANCE_HINT': 'LATENCY'}
     if precision:
         config['INFERENCE_PRECISION_HINT'] = precision
-    compiled = ov.Core().compile_model(model, 'CPU', config)
-    request = compiled.create_infer_request()
+    core = ov.Core()
+    requests = itertools.cycle([
+        core.compile_model(model, 'CPU', config).create_infer_request()
+        for _ in range(COMPILED_INSTANCES)
+    ])
 
     def infer(x: np.ndarray) -> np.ndarray:
-        return np.asarray(request.infer([x])[0])
+        return np.asarray(next(requests).infer([x])[0])
 
     return infer
 
@@ -318,7 +330,7 @@ def top1(infer: Infer, images: torch.Tensor, labels: np.ndarray) -> float:
 
 
 def latencies(contenders: List[Contender], shape, batch: int,
-              repeats: int, warmup: int = 5) -> None:
+              repeats: int, warmup: int = 2 * COMPILED_INSTANCES) -> None:
     """Median ms per call, contenders interleaved: each round calls every
     contender once, in a fresh (seeded) random order."""
     x = np.random.default_rng(0).standard_normal(
