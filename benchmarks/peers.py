@@ -25,11 +25,16 @@ ImageNet-size backbones have random weights and no data here, so only their
 latency is measured). Latencies are medians of ``--repeats`` calls,
 contenders interleaved in one process (each round in a random order) so
 background load hits them alike, with ``--threads`` inference threads, each
-OpenVINO contender compiled :data:`COMPILED_INSTANCES` times and its calls
-cycling through the compilations; the
-PyTorch contender (torchao) in rounds of its own, after the OpenVINO ones,
-whose calls its spinning OpenMP threads would slow. A peer that fails is a
-row with its error.
+OpenVINO contender compiled once, as a user compiles it; the PyTorch
+contender (torchao) in rounds of its own, after the OpenVINO ones, whose
+calls its spinning OpenMP threads would slow. One compilation's speed
+depends on where its buffers land, so ours and NNCF are then compiled
+``--compilations - 1`` more times and timed again, and the ours / NNCF row
+also gives the range of the ratio over those compilations, apart from the
+headline ratio. The ImageNet-size backbones have random weights: with
+``--bn trained`` (default) their BN statistics are drawn as training leaves
+them, with ``--bn initial`` they stay as initialised, ``--bn both`` runs
+each. A peer that fails is a row with its error.
 
 Needs the peers' environment: ``make peers-env``, then
 ``make peers`` (or ``.venv-peers/bin/python benchmarks/peers.py``).
@@ -37,11 +42,11 @@ Needs the peers' environment: ``make peers-env``, then
 Usage:
     python benchmarks/peers.py [--models resnet18 mbv2 vit resnet50 mbv2_224]
         [--repeats 50] [--threads 2] [--calib-batches 32]
-        [--calib-batches-224 16] [--train-steps 300] [--out FILE]
+        [--calib-batches-224 16] [--train-steps 300] [--compilations 3]
+        [--bn trained|initial|both] [--out FILE]
 """
 import argparse
 import copy
-import itertools
 import os
 import os.path as osp
 import platform
@@ -82,12 +87,8 @@ PEERS = ('ours', 'NNCF', 'torchao PT2E', 'PPQ')
 #: MobileNetV2 at batch 32: 2.10 ms beside them, 1.39 ms without)
 TORCH_CONTENDERS = ('torchao PT2E', )
 Infer = Callable[[np.ndarray], np.ndarray]
-#: Compilations of each OpenVINO contender, called in turn: one compiled
-#: model's speed depends on where its buffers land (two compilations of one
-#: MobileNetV2 differed by up to 1.2 % at batch 1), a bias that one
-#: compilation per contender would turn into a ratio.
-COMPILED_INSTANCES = 3
-
+#: Contenders compiled again (``--compilations``) for the ratio's range.
+RECOMPILED = ('ours', 'NNCF')
 
 class Contender:
     """A model ready to run: ``infer(x) -> logits``, or the error that kept
@@ -105,6 +106,11 @@ class Contender:
         #: wall time, not inflated by waiting for a core on a loaded machine
         self.cpu: Dict[int, float] = {}
         self.top1: Optional[float] = None
+        #: what OpenVINO compiles (a file or an ``ov.Model``), to compile
+        #: it again
+        self.source = None
+        #: ours / NNCF median latency of each further compilation, by batch
+        self.ratios: Dict[int, List[float]] = {}
 
 
 class TensorMode(torch.nn.Module):
@@ -119,24 +125,19 @@ class TensorMode(torch.nn.Module):
 
 
 def ov_compile(model, threads: int, precision: Optional[str] = None):
-    """Compile for the CPU plugin (one stream, ``threads`` threads)
-    :data:`COMPILED_INSTANCES` times; the calls cycle through them."""
+    """Compile for the CPU plugin once (one stream, ``threads`` threads)."""
     import openvino as ov
     config = {'INFERENCE_NUM_THREADS': threads, 'NUM_STREAMS': 1,
               'PERFORMANCE_HINT': 'LATENCY'}
     if precision:
         config['INFERENCE_PRECISION_HINT'] = precision
-    core = ov.Core()
-    requests = itertools.cycle([
-        core.compile_model(model, 'CPU', config).create_infer_request()
-        for _ in range(COMPILED_INSTANCES)
-    ])
+    request = ov.Core().compile_model(model, 'CPU',
+                                      config).create_infer_request()
 
     def infer(x: np.ndarray) -> np.ndarray:
-        return np.asarray(next(requests).infer([x])[0])
+        return np.asarray(request.infer([x])[0])
 
     return infer
-
 
 def load_data(cfg: Config, shape: Tuple[int, ...], args,
               data_preprocessor: torch.nn.Module):
@@ -166,9 +167,11 @@ def load_data(cfg: Config, shape: Tuple[int, ...], args,
     return calib, (torch.cat(images), np.array(labels))
 
 
-def build_fp32(cfg: Config) -> torch.nn.Module:
+def build_fp32(cfg: Config, bn: str = 'trained') -> torch.nn.Module:
     """The fp32 architecture with the config's float checkpoint where it is
-    on disk (``make demo`` writes the MNIST ones), else random weights."""
+    on disk (``make demo`` writes the MNIST ones), else random weights, with
+    BN statistics drawn as training leaves them (``bn='trained'``) or as
+    initialised (``bn='initial'``)."""
     from mmrazor_quant.registry import MODELS
     torch.manual_seed(0)
     arch = MODELS.build(copy.deepcopy(cfg.model.architecture)).eval()
@@ -179,7 +182,8 @@ def build_fp32(cfg: Config) -> torch.nn.Module:
         arch.trained = True
     else:
         arch.trained = False
-        trained_like_batch_norms(arch)
+        if bn == 'trained':
+            trained_like_batch_norms(arch)
     return arch
 
 
@@ -232,7 +236,7 @@ def quick_train(arch: torch.nn.Module, cfg: Config,
     arch.eval()
 
 
-def build_ours(cfg: Config, arch, calib, workdir, threads) -> Infer:
+def build_ours(cfg: Config, arch, calib, workdir) -> str:
     from mmrazor_quant.deploy import export_model
     from mmrazor_quant.models.fake_quants import disable_observer
     from mmrazor_quant.registry import MODELS
@@ -246,17 +250,17 @@ def build_ours(cfg: Config, arch, calib, workdir, threads) -> Infer:
     disable_observer(model)
     path = osp.join(workdir, 'ours.onnx')
     export_model(model, calib[0][:2], path, 'openvino')
-    return ov_compile(path, threads)
+    return path
 
 
-def build_nncf(fp32_ov, calib, transformer: bool, threads) -> Infer:
+def build_nncf(fp32_ov, calib, transformer: bool):
     import nncf
     extra = dict(model_type=nncf.ModelType.TRANSFORMER) if transformer \
         else {}
     quantized = nncf.quantize(
         fp32_ov, nncf.Dataset([b.numpy() for b in calib]),
         subset_size=len(calib), **extra)
-    return ov_compile(quantized, threads)
+    return quantized
 
 
 def build_torchao(arch, calib, batches) -> Infer:
@@ -296,7 +300,7 @@ def build_torchao(arch, calib, batches) -> Infer:
     return infer
 
 
-def build_ppq(arch, calib, workdir, threads) -> Infer:
+def build_ppq(arch, calib, workdir) -> str:
     from ppq.api import TargetPlatform, export_ppq_graph, quantize_torch_model
     graph = quantize_torch_model(
         model=copy.deepcopy(arch).eval(), calib_dataloader=calib,
@@ -306,14 +310,21 @@ def build_ppq(arch, calib, workdir, threads) -> Infer:
     path = osp.join(workdir, 'ppq.onnx')
     export_ppq_graph(graph, platform=TargetPlatform.OPENVINO_INT8,
                      graph_save_to=path)
-    return ov_compile(path, threads)
+    return path
 
 
-def timed(contender: Contender, build: Callable[[], Infer]) -> None:
+def timed(contender: Contender, build: Callable, threads: int) -> None:
+    """Quantize with ``build`` (timed), then compile what it returns for
+    OpenVINO; a builder that returns a callable runs in PyTorch."""
     start = time.perf_counter()
     try:
-        contender.infer = build()
+        built = build()
         contender.seconds = time.perf_counter() - start
+        if callable(built):
+            contender.infer = built
+        else:
+            contender.source = built
+            contender.infer = ov_compile(built, threads)
     except Exception as e:  # a failing peer is a row, not a crash
         traceback.print_exc()
         contender.error = f'{type(e).__name__}: {str(e).splitlines()[0]}' \
@@ -330,7 +341,7 @@ def top1(infer: Infer, images: torch.Tensor, labels: np.ndarray) -> float:
 
 
 def latencies(contenders: List[Contender], shape, batch: int,
-              repeats: int, warmup: int = 2 * COMPILED_INSTANCES) -> None:
+              repeats: int, warmup: int = 2) -> None:
     """Median ms per call, contenders interleaved: each round calls every
     contender once, in a fresh (seeded) random order."""
     x = np.random.default_rng(0).standard_normal(
@@ -357,14 +368,38 @@ def latencies(contenders: List[Contender], shape, batch: int,
         c.cpu[batch] = 1e3 * statistics.median(cpu[c.name])
 
 
-def run_model(key: str, args) -> Tuple[str, List[Contender], bool]:
+def compilation_ratios(contenders: Dict[str, Contender], shape,
+                       batches: Tuple[int, ...], args) -> None:
+    """Compile ours and NNCF ``args.compilations - 1`` more times; each
+    time, time the pair interleaved and record ours / NNCF per batch in
+    ``ours.ratios`` (the headline latencies stay those of the first
+    compilation)."""
+    pair = [contenders[n] for n in RECOMPILED]
+    if any(c.source is None for c in pair):
+        return
+    headline = {c.name: (c.infer, dict(c.times), dict(c.latency),
+                         dict(c.cpu)) for c in pair}
+    ours, nncf = pair
+    for _ in range(args.compilations - 1):
+        for c in pair:
+            c.infer = ov_compile(c.source, args.threads)
+        for batch in batches:
+            latencies(pair, shape, batch, args.repeats)
+            ours.ratios.setdefault(batch, []).append(
+                ours.latency[batch] / nncf.latency[batch])
+    for c in pair:
+        c.infer, c.times, c.latency, c.cpu = headline[c.name]
+
+
+def run_model(key: str, args, bn: str = 'trained'
+              ) -> Tuple[str, List[Contender], bool]:
     import openvino as ov
 
     from mmrazor_quant.registry import MODELS
     title, config, shape, batches, transformer = SPECS[key]
     cfg = Config.fromfile(osp.join(REPO, config))
     init_default_scope('mmcls')
-    arch = build_fp32(cfg)
+    arch = build_fp32(cfg, bn)
     preprocessor = MODELS.build(cfg.model.data_preprocessor)
     if not arch.trained and shape[-1] == 28 and args.train_steps:
         print(f'[{key}] no fp32 checkpoint: {args.train_steps} training '
@@ -379,23 +414,22 @@ def run_model(key: str, args) -> Tuple[str, List[Contender], bool]:
             input=[(-1, *shape)])
         for name, precision in zip(FP32, ('f32', None)):
             timed(contenders[name],
-                  lambda p=precision: ov_compile(fp32_ov, args.threads, p))
+                  lambda p=precision: ov_compile(fp32_ov, args.threads, p),
+                  args.threads)
             contenders[name].seconds = None
         skip = set(args.skip)
         builders = {
-            'ours': lambda: build_ours(cfg, arch, calib, workdir,
-                                       args.threads),
-            'NNCF': lambda: build_nncf(fp32_ov, calib, transformer,
-                                       args.threads),
+            'ours': lambda: build_ours(cfg, arch, calib, workdir),
+            'NNCF': lambda: build_nncf(fp32_ov, calib, transformer),
             'torchao PT2E': lambda: build_torchao(arch, calib, batches),
-            'PPQ': lambda: build_ppq(arch, calib, workdir, args.threads),
+            'PPQ': lambda: build_ppq(arch, calib, workdir),
         }
         for name, build in builders.items():
             if name in skip:
                 contenders[name].error = 'skipped (--skip)'
                 continue
             print(f'[{key}] quantizing: {name}', flush=True)
-            timed(contenders[name], build)
+            timed(contenders[name], build, args.threads)
         for c in contenders.values():
             if c.infer is not None and test is not None:
                 c.top1 = top1(c.infer, *test)
@@ -407,6 +441,10 @@ def run_model(key: str, args) -> Tuple[str, List[Contender], bool]:
                            if c.name not in TORCH_CONTENDERS]
             for group in (in_openvino, in_torch):
                 latencies(group, shape, batch, args.repeats)
+        if args.compilations > 1:
+            print(f'[{key}] {args.compilations - 1} more compilations of '
+                  'ours and NNCF', flush=True)
+            compilation_ratios(contenders, shape, batches, args)
     return title, list(contenders.values()), arch.trained
 
 
@@ -442,7 +480,10 @@ def format_rows(title: str, contenders: List[Contender], trained: bool,
             f'**{ours.latency[b] / nncf.latency[b]:.2f}** '
             '({:.2f}-{:.2f}; '.format(
                 *ratio_interval(ours.times[b], nncf.times[b])) +
-            f'CPU time {ours.cpu[b] / nncf.cpu[b]:.2f})' for b in batches)
+            f'CPU time {ours.cpu[b] / nncf.cpu[b]:.2f}' +
+            (f'; {len(ours.ratios[b])} more compilations '
+             f'{min(ours.ratios[b]):.2f}-{max(ours.ratios[b]):.2f}'
+             if ours.ratios.get(b) else '') + ')' for b in batches)
         rows.append(f'| {title} | ours / NNCF | | | {ratio} |')
     return rows
 
@@ -478,6 +519,18 @@ def environment(threads: int) -> str:
             f'{load[2]:.1f}')
 
 
+def model_runs(args) -> List[Tuple[str, str]]:
+    """``(model key, BN statistics)`` to run: ``--bn`` applies to the
+    random-weight ImageNet-size backbones only."""
+    runs = []
+    for key in args.models:
+        random_weights = SPECS[key][2][-1] != 28
+        modes = ('trained', 'initial') if args.bn == 'both' else (args.bn, )
+        runs += [(key, bn) for bn in (modes if random_weights
+                                      else ('trained', ))]
+    return runs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--models', nargs='+', default=list(SPECS),
@@ -492,6 +545,13 @@ def main() -> None:
     parser.add_argument('--train-steps', type=int, default=300,
                         help='AdamW steps for a demo model without its fp32 '
                         'checkpoint (0: keep random weights)')
+    parser.add_argument('--compilations', type=int, default=3,
+                        help='compilations of ours and NNCF: the first '
+                        'gives the headline ratio, the others its range')
+    parser.add_argument('--bn', choices=('trained', 'initial', 'both'),
+                        default='trained',
+                        help='BN statistics of the random-weight '
+                        'ImageNet-size backbones')
     parser.add_argument('--skip', nargs='*', default=[], choices=PEERS)
     parser.add_argument('--out', help='also write the table to this file')
     args = parser.parse_args()
@@ -504,14 +564,15 @@ def main() -> None:
     lines = ['| model | contender | top-1 % | quantize s | '
              'latency ms (batch 1) | latency ms (larger batch) |',
              '|---|---|---|---|---|---|']
-    for key in args.models:
-        title, contenders, trained = run_model(key, args)
+    for key, bn in model_runs(args):
+        title, contenders, trained = run_model(key, args, bn)
         batches = SPECS[key][3]
         label = f'{title} (b{"/".join(map(str, batches))})'
         if isinstance(trained, str):
             label += f', fp32 trained {trained} only'
         elif not trained:
-            label += ', random fp32 weights'
+            label += (', random fp32 weights, BN as '
+                      + ('trained' if bn == 'trained' else 'initialised'))
         lines += format_rows(label, contenders, trained, batches)
         print('\n'.join(lines), flush=True)
     table = '\n'.join(lines) + f'\n\n{environment(args.threads)}, median ' \

@@ -30,6 +30,15 @@ element (the tiny RetinaNet's 24x24 level: 0 dB on that tensor, 2-10 dB on
 the head outputs; onnxruntime 146 dB). :func:`guard_shared_quantize_inputs`
 puts the same value-preserving ``Max`` before such a ``QuantizeLinear``
 (147 dB).
+
+A third rewrite changes no value either: a tensor with negative values on an
+unsigned symmetric grid (zero-point 128 on ``[0, 255]``) is written as int8
+with zero-point 0, the same 256 levels. With a uint8 container the plugin
+keeps a zero-point ``Subtract`` and runs every conv reading that tensor as a
+u8 kernel with input zero-point compensation; the int8 container gives the
+i8 kernels that NNCF's symmetric signed activations get (the demo
+MobileNetV2 compiles to the same layers, type by type and precision by
+precision, as NNCF's model; see :func:`signed_grids_as_int8`).
 """
 from typing import Dict, List, Tuple
 
@@ -40,7 +49,7 @@ from onnx import helper, numpy_helper
 from .qparams_table import onnx_constants
 
 __all__ = ['guard_fused_sum_inputs', 'guard_shared_quantize_inputs',
-           'FUSING_PRODUCERS']
+           'signed_grids_as_int8', 'FUSING_PRODUCERS']
 
 #: Ops OpenVINO's CPU plugin fuses a following ``Add`` into (as a sum
 #: post-op), through element-wise activations and clamps.
@@ -217,3 +226,58 @@ def guard_shared_quantize_inputs(model: onnx.ModelProto) -> int:
     """
     return _insert_max_guards(model.graph,
                               _shared_quantize_inputs(model.graph))
+
+
+
+def _midpoint_uint8_zero_points(graph: onnx.GraphProto
+                                ) -> Dict[str, Tuple[int, ...]]:
+    """Zero-point tensors (name -> shape) of Q/DQ nodes that are uint8 and
+    128 everywhere: a signed tensor on an unsigned symmetric grid."""
+    values = onnx_constants(graph)
+    found = {}
+    for node in graph.node:
+        if node.op_type not in ('QuantizeLinear', 'DequantizeLinear') \
+                or len(node.input) < 3:
+            continue
+        zero_point = values.get(node.input[2])
+        if zero_point is not None and zero_point.dtype == np.uint8 \
+                and bool(np.all(zero_point == 128)):
+            found[node.input[2]] = zero_point.shape
+    return found
+
+
+def signed_grids_as_int8(model: onnx.ModelProto) -> int:
+    """Write each uint8 grid whose zero-point is 128 as int8 with zero-point
+    0 (see the module docstring): ``q - 128`` for ``q`` in ``[0, 255]`` is
+    the int8 range, so every dequantized value is unchanged.
+
+    Args:
+        model (onnx.ModelProto): A QDQ model, modified in place.
+
+    Returns:
+        int: How many ``QuantizeLinear``/``DequantizeLinear`` nodes now use
+        an int8 zero-point.
+    """
+    graph = model.graph
+    midpoints = _midpoint_uint8_zero_points(graph)
+    int8_zero_points: Dict[Tuple[int, ...], str] = {}
+    retyped = set()
+    for node in graph.node:
+        if node.op_type not in ('QuantizeLinear', 'DequantizeLinear') \
+                or len(node.input) < 3 or node.input[2] not in midpoints:
+            continue
+        shape = tuple(midpoints[node.input[2]])
+        if shape not in int8_zero_points:
+            name = f'ov_int8_zero_point_{len(int8_zero_points)}'
+            graph.initializer.append(
+                numpy_helper.from_array(np.zeros(shape, np.int8), name))
+            int8_zero_points[shape] = name
+        node.input[2] = int8_zero_points[shape]
+        if node.op_type == 'QuantizeLinear':
+            retyped.add(node.output[0])
+    # shape inference recorded the quantized tensors as uint8
+    for info in graph.value_info:
+        if info.name in retyped:
+            info.type.tensor_type.elem_type = onnx.TensorProto.INT8
+    return sum(1 for node in graph.node if len(node.input) > 2
+               and node.input[2] in int8_zero_points.values())

@@ -6,6 +6,7 @@ from mmrazor_quant.registry import EXPORTERS
 from ..openvino_passes import (
     guard_fused_sum_inputs,
     guard_shared_quantize_inputs,
+    signed_grids_as_int8,
 )
 from .base import BaseExporter, quantized_tensors
 
@@ -29,7 +30,11 @@ class OpenVINOExporter(BaseExporter):
     ``QuantizeLinear`` on a conv output that a float consumer reads too (an
     FPN lateral conv feeding the upsampling; see
     :func:`guard_shared_quantize_inputs`), where the plugin would otherwise
-    quantize against a wrongly rescaled range (0 dB on that tensor).
+    quantize against a wrongly rescaled range (0 dB on that tensor). A
+    signed tensor on an unsigned symmetric grid (zero-point 128) is written
+    as int8 with zero-point 0, the same levels, so the plugin runs the convs
+    reading it as i8 kernels without zero-point compensation, as NNCF's
+    signed activations (see :func:`signed_grids_as_int8`).
 
     Raises:
         ValueError: From :meth:`export` if a grid needs more than 8 bits
@@ -48,6 +53,7 @@ class OpenVINOExporter(BaseExporter):
 
     def final_model(self, onnx_model: onnx.ModelProto) -> onnx.ModelProto:
         model = super().final_model(onnx_model)
+        signed_grids_as_int8(model)
         guard_fused_sum_inputs(model)
         guard_shared_quantize_inputs(model)
         onnx.checker.check_model(model, full_check=True)
