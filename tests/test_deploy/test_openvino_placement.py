@@ -160,9 +160,16 @@ def test_residual_block_runs_fused_in_int8(tmp_path):
                      'Concatenation': 1, 'Reduce': 1, 'FullyConnected': 1}
     fused_add = [names for kind, _, names in layers if '/Add' in names]
     assert len(fused_add) == 1 and '/conv2/' in fused_add[0]
-    # every compute layer, max pooling, concat and the pooling run in u8
-    assert {prec for kind, prec, _ in layers if kind != 'FakeQuantize'} \
-        == {'u8'}
+    # every compute layer, max pooling, concat and the pooling run in int8:
+    # u8 on the ReLU outputs, i8 on the signed tensors (the image, the
+    # concat of conv3 and conv4 without ReLU), written as int8
+    assert [(kind, prec) for kind, prec, _ in layers
+            if kind != 'FakeQuantize'] == [
+                ('Convolution', 'i8'), ('Convolution', 'u8'),
+                ('Convolution', 'u8'), ('Pooling', 'u8'),
+                ('Convolution', 'u8'), ('Convolution', 'u8'),
+                ('Concatenation', 'i8'), ('Reduce', 'i8'),
+                ('FullyConnected', 'i8')]
 
 
 def test_attention_positions_and_int8_subgraph(tmp_path):
