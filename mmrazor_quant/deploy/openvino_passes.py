@@ -249,7 +249,9 @@ def _midpoint_uint8_zero_points(graph: onnx.GraphProto
 def signed_grids_as_int8(model: onnx.ModelProto) -> int:
     """Write each uint8 grid whose zero-point is 128 as int8 with zero-point
     0 (see the module docstring): ``q - 128`` for ``q`` in ``[0, 255]`` is
-    the int8 range, so every dequantized value is unchanged.
+    the int8 range, so every dequantized value is unchanged. The export's
+    ``.qparams.json`` keeps the grid as the fake quant defines it (uint8,
+    zero-point 128): the same levels.
 
     Args:
         model (onnx.ModelProto): A QDQ model, modified in place.
