@@ -85,7 +85,9 @@ def register_all_modules(init_default_scope: bool = True) -> None:
     The modules of an OpenMMLab codebase (its adapter, our datasets built on
     it) are left out: a registry imports them when a config or a model names
     the codebase (:mod:`mmrazor_quant.utils.codebase_imports`), so that no
-    tool pays for, or needs, the codebases it does not use.
+    tool pays for, or needs, the codebases it does not use. So is
+    ``mmrazor_quant.deploy``, which its own registries import on their
+    first lookup.
 
     Args:
         init_default_scope (bool): Whether to set ``mmrazor_quant`` as the
@@ -95,9 +97,12 @@ def register_all_modules(init_default_scope: bool = True) -> None:
 
     from mmengine.registry import DefaultScope
 
+    # Not ``mmrazor_quant.deploy`` (ONNX and the exporters): its registries
+    # (EXPORTERS, RUNTIMES, DEPLOY_HEADS) import it on their first lookup,
+    # which a tool that does not export never makes.
     for package in ('mmrazor_quant.backends', 'mmrazor_quant.models',
                     'mmrazor_quant.engine', 'mmrazor_quant.datasets',
-                    'mmrazor_quant.deploy', 'mmrazor_quant.ptq'):
+                    'mmrazor_quant.ptq'):
         try:
             importlib.import_module(package)
         except ModuleNotFoundError as e:

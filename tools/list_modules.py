@@ -58,6 +58,7 @@ def collect() -> Dict[str, List[Tuple[str, str]]]:
                 groups[group].append((name, desc))
     for group, registry in (('loops', LOOPS), ('exporters', EXPORTERS),
                             ('deploy heads', DEPLOY_HEADS)):
+        registry.import_from_location()
         for name, cls in sorted(registry.module_dict.items()):
             groups[group].append((name, first_line(cls)))
     return groups

@@ -24,8 +24,11 @@ from mmrazor_quant.utils.codebase_imports import (
 from mmrazor_quant.utils.config_checks import load_config
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+# The codebases, what they bring (mmcv, torchvision) and the runtimes, which
+# only an export needs.
 CODEBASE_PACKAGES = ('mmcls', 'mmdet', 'mmseg', 'mmpose', 'mmyolo',
-                     'mmpretrain', 'mmcv', 'torchvision')
+                     'mmpretrain', 'mmcv', 'torchvision', 'onnx',
+                     'onnxruntime', 'openvino')
 OURS = tuple(sorted({m for m, _ in LAZY_NAMES.values()}))
 
 
