@@ -11,6 +11,7 @@ the config key that names it and the extra that installs it.
 """
 import importlib
 import importlib.util
+import re
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
@@ -172,8 +173,9 @@ def codebases_named_by(cfg: Any) -> List[Tuple[str, str, str]]:
     """Every codebase (or mmcv) a config names, with where it is named.
 
     A codebase is named by ``default_scope``, a ``_scope_``, a ``type`` with
-    its scope (``'mmdet.RetinaNet'``) or a ``type`` of ours that lives on it
-    (``'mmrazor_quant.MNIST5k'`` needs mmcls).
+    its scope (``'mmdet.RetinaNet'``), a ``type`` of ours that lives on it
+    (``'mmrazor_quant.MNIST5k'`` needs mmcls) or a module of it in
+    ``custom_imports``.
 
     Args:
         cfg: An mmengine ``Config`` or a plain dict.
@@ -188,7 +190,11 @@ def codebases_named_by(cfg: Any) -> List[Tuple[str, str, str]]:
         if not isinstance(value, str):
             continue
         leaf = key.rsplit('.', 1)[-1]
-        if leaf in ('default_scope', '_scope_'):
+        if re.fullmatch(r'custom_imports\.imports\[\d+\]', key):
+            package = value.split('.')[0]
+            if package in CODEBASE_MODULES or package == 'mmcv':
+                found.append((package, key, value))
+        elif leaf in ('default_scope', '_scope_'):
             if value in CODEBASE_MODULES:
                 found.append((value, key, value))
         elif leaf == 'type':

@@ -51,7 +51,8 @@ def load_config(path: str, cfg_options: Optional[dict] = None) -> Config:
         raise FileNotFoundError(f'config file {path!r} does not exist')
     check_base_scopes(path)
     try:
-        cfg = Config.fromfile(path)
+        # custom_imports after the codebase check, which names the key.
+        cfg = Config.fromfile(path, import_custom_modules=False)
     except FileNotFoundError as err:
         missing = err.filename or str(err)
         raise FileNotFoundError(
@@ -61,6 +62,9 @@ def load_config(path: str, cfg_options: Optional[dict] = None) -> Config:
     if cfg_options:
         cfg.merge_from_dict(cfg_options)
     import_config_codebases(cfg)
+    if cfg.get('custom_imports'):
+        from mmengine.utils import import_modules_from_strings
+        import_modules_from_strings(**cfg['custom_imports'])
     return cfg
 
 

@@ -99,7 +99,9 @@ def test_config_names_its_codebases():
                                             backbone=dict(_scope_='mmcls'))),
                train_dataloader=dict(dataset=dict(
                    type='PoseDigitsDataset',
-                   pipeline=[dict(type='mmrazor_quant.GrayToRGB')])))
+                   pipeline=[dict(type='mmrazor_quant.GrayToRGB')])),
+               custom_imports=dict(
+                   imports=['mmrazor_quant.datasets', 'mmseg.models']))
     assert codebases_named_by(cfg) == [
         ('mmdet', 'default_scope', 'mmdet'),
         ('mmpose', 'model.architecture.type', 'mmpose.TopdownPoseEstimator'),
@@ -107,6 +109,7 @@ def test_config_names_its_codebases():
         ('mmpose', 'train_dataloader.dataset.type', 'PoseDigitsDataset'),
         ('mmcv', 'train_dataloader.dataset.pipeline[0].type',
          'mmrazor_quant.GrayToRGB'),
+        ('mmseg', 'custom_imports.imports[1]', 'mmseg.models'),
     ]
 
 
@@ -131,3 +134,15 @@ def test_a_missing_codebase_names_the_key_and_the_extra(
                        r"which is not installed: pip install "
                        r"'mmrazor_quant\[mmpose\]'$"):
         DATASETS.get('PoseDigitsDataset')
+
+
+def test_a_missing_codebase_in_custom_imports_names_the_key(
+        tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, 'mmdet', None)
+    config = tmp_path / 'det.py'
+    config.write_text("custom_imports = dict(imports=['mmdet.models'])\n")
+    with pytest.raises(CodebaseNotInstalledError,
+                       match=r"^config key `custom_imports.imports\[0\]` "
+                       r"\('mmdet.models'\) needs mmdet, which is not "
+                       r"installed: pip install 'mmrazor_quant\[mmdet\]'$"):
+        load_config(str(config))
