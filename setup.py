@@ -57,7 +57,10 @@ EXTRAS_REQUIRE = {
     **RUNTIME_EXTRAS,
     # TensorRT's int8 graphs are checked in onnxruntime (docs/deploy.md).
     'tensorrt': RUNTIME_EXTRAS['onnxruntime'],
-    'tests': ['pytest', 'pytest-timeout', 'pytest-xdist', 'ruff==0.17.6'],
+    # build: tests/test_packaging.py builds the wheel as a user would.
+    'tests': [
+        'pytest', 'pytest-timeout', 'pytest-xdist', 'ruff==0.17.6', 'build'
+    ],
 }
 EXTRAS_REQUIRE['all'] = sorted(
     {r for extras in (CODEBASE_EXTRAS, RUNTIME_EXTRAS)

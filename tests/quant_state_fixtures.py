@@ -1,6 +1,6 @@
 """Small quantized checkpoints of every backend, kept in the repository.
 
-Each file ``tests/data/quant_state/format<N>/<backend>.pth.gz`` (a gzipped
+Each file ``tests/fixtures/quant_state/format<N>/<backend>.pth.gz`` (a gzipped
 ``torch.save``, about 22 KB) holds the state
 of a tiny mmcls ResNet (stem with max pool, two stages of residual blocks,
 global average pooling, linear head) quantized by that backend's quantizer
@@ -23,7 +23,7 @@ from typing import Dict
 
 import torch
 
-DATA = osp.join(osp.dirname(osp.abspath(__file__)), 'data', 'quant_state')
+DATA = osp.join(osp.dirname(osp.abspath(__file__)), 'fixtures', 'quant_state')
 BACKENDS = ('openvino', 'tensorrt', 'rknn', 'litert', 'native', 'academic')
 SKIPS = ['mmcls.models.heads.ClsHead._get_loss',
          'mmcls.models.heads.ClsHead._get_predictions']
