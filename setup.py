@@ -6,9 +6,9 @@ ranges; each OpenMMLab codebase and each deploy runtime is an extra. The
 exact versions the project tests with live in ``constraints.txt``, which
 ``make venv`` installs with (docs/get_started.md).
 
-The ranges were checked to resolve at both ends with
-``pip install --dry-run --no-deps`` (``tests/test_packaging.py`` lists the
-checks); the suite runs at the pins of ``constraints.txt``.
+Both ends of each range resolve on the package index
+(``pip install --dry-run --no-deps``, docs/get_started.md lists them); the
+suite runs at the pins of ``constraints.txt``.
 """
 import re
 from setuptools import find_packages, setup
@@ -50,7 +50,7 @@ CODEBASE_EXTRAS = {
 RUNTIME_EXTRAS = {
     'onnxruntime': ['onnxruntime>=1.17,<2'],
     'openvino': ['openvino>=2024.0,<2027'],
-    'litert': ['ai-edge-litert>=2.0,<3', 'tflite>=2.18,<3', 'flatbuffers>=24'],
+    'litert': ['ai-edge-litert>=2.0.2,<3', 'tflite>=2.18,<3', 'flatbuffers>=24.3.6'],
 }
 EXTRAS_REQUIRE = {
     **CODEBASE_EXTRAS,
