@@ -50,7 +50,9 @@ CODEBASE_EXTRAS = {
 RUNTIME_EXTRAS = {
     'onnxruntime': ['onnxruntime>=1.17,<2'],
     'openvino': ['openvino>=2024.0,<2027'],
-    'litert': ['ai-edge-litert>=2.0.2,<3', 'tflite>=2.18,<3', 'flatbuffers>=24.3.6'],
+    'litert': [
+        'ai-edge-litert>=2.0.2,<3', 'tflite>=2.18,<3', 'flatbuffers>=24.3.6'
+    ],
 }
 EXTRAS_REQUIRE = {
     **CODEBASE_EXTRAS,
