@@ -11,7 +11,7 @@ Both ends of each range resolve on the package index
 suite runs at the pins of ``constraints.txt``.
 """
 import re
-from setuptools import find_packages, setup
+from setuptools import find_namespace_packages, setup
 
 
 def _version() -> str:
@@ -73,7 +73,11 @@ setup(
     version=_version(),
     description='Config-driven PTQ/QAT toolkit on torch.fx in the style of '
     'MMRazor',
-    packages=find_packages(exclude=('tests', 'tests.*')),
+    # Namespace-aware: a subpackage without __init__.py (quantizers/passes)
+    # ships too.
+    packages=find_namespace_packages(
+        include=['mmrazor_quant', 'mmrazor_quant.*'],
+        exclude=['*.__pycache__']),
     python_requires='>=3.10',
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS_REQUIRE,
