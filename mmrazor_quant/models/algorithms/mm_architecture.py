@@ -167,14 +167,12 @@ class MMArchitectureQuant(MMArchitectureQuantAPIMixin, BaseModel):
                               error_msgs):
         # A state of an older format is migrated in place before the
         # submodules load; a newer one is refused.
-        found = local_metadata.get('version') or 1
-        if found > QUANT_STATE_FORMAT:
-            from .quant_state_format import check_format_supported
-            check_format_supported(found,
-                                   local_metadata.get('mmrazor_quant'))
-        report = migrate_quant_state(self, state_dict, prefix, found)
+        report = migrate_quant_state(
+            self, state_dict, prefix,
+            local_metadata.get('version') or 1,
+            local_metadata.get('mmrazor_quant'))
         self.migration_report = report
-        if report is not None:
+        if report:
             from mmengine.logging import print_log
             print_log(f'MMArchitectureQuant: {report}', logger='current')
         super()._load_from_state_dict(state_dict, prefix, local_metadata,

@@ -64,6 +64,10 @@ class MigrationReport:
     unused: List[str] = field(default_factory=list)
     recalibrate: List[str] = field(default_factory=list)
 
+    def __bool__(self) -> bool:
+        """Whether the migration changed anything."""
+        return bool(self.renamed or self.unused or self.recalibrate)
+
     def __str__(self) -> str:
         lines = [f'quantization state of format {self.from_format} '
                  f'migrated to format {self.to_format}']
@@ -140,18 +144,26 @@ def _producer_fake_quant(node: Optional[fx.Node],
     return str(inputs[0].target)[len(_ACT):]
 
 
-def migrate_quant_state(model, state_dict: MutableMapping, prefix: str,
-                        found: int) -> Optional[MigrationReport]:
+def migrate_quant_state(model,
+                        state_dict: MutableMapping,
+                        prefix: str,
+                        found: int,
+                        written_by: Optional[str] = None
+                        ) -> Optional[MigrationReport]:
     """Bring ``state_dict`` (of ``model``, an ``MMArchitectureQuant``, at
     ``prefix``) from format ``found`` to :data:`QUANT_STATE_FORMAT` in
     place. None when it already is.
 
+    Args:
+        written_by (str, optional): The release that wrote it, for the
+            error.
+
     Raises:
         ValueError: If ``found`` is newer than this release reads.
     """
+    check_format_supported(found, written_by)
     if found == QUANT_STATE_FORMAT:
         return None
-    check_format_supported(found, None)
     report = MigrationReport(from_format=found)
     if found < 2:
         _placement_of_format_2(model, state_dict, prefix, report)
