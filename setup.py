@@ -1,40 +1,83 @@
-"""Install mmrazor_quant with the pinned stack (see ../shared/DESIGN.md)."""
-from setuptools import find_packages, setup
+"""Install mmrazor_quant into your own environment (pip + extras).
 
-# Pinned: an unpinned torch pulls several GB of CUDA packages; mmcls 1.0.0rc6
-# needs mmcv < 2.1; full mmcv (not mmcv-lite) because mmdet needs mmcv.ops --
-# the Makefile installs it first from a wheel built once per machine
-# (mk/mmcv.mk); mmengine 0.10.7 needs pkg_resources (setuptools < 81).
+``install_requires`` holds what the package needs in every use (build a
+quantized model from a config, calibrate, train, export to ONNX), as version
+ranges; each OpenMMLab codebase and each deploy runtime is an extra. The
+exact versions the project tests with live in ``constraints.txt``, which
+``make venv`` installs with (docs/get_started.md).
+
+Both ends of each range resolve on the package index
+(``pip install --dry-run --no-deps``, docs/get_started.md lists them); the
+suite runs at the pins of ``constraints.txt``.
+"""
+import re
+from setuptools import find_namespace_packages, setup
+
+
+def _version() -> str:
+    """``__version__`` of ``mmrazor_quant/__init__.py`` (not imported: it
+    would need the dependencies)."""
+    with open('mmrazor_quant/__init__.py', encoding='utf-8') as f:
+        return re.search(r"^__version__ = '([^']+)'", f.read(), re.M)[1]
+
+
 INSTALL_REQUIRES = [
-    'torch==2.13.0',
-    'mmengine==0.10.7',
-    'mmcv==2.0.1',
-    'mmcls==1.0.0rc6',
-    'mmdet==3.0.0',
-    'pycocotools==2.0.11',
-    'scipy==1.17.1',
-    'shapely==2.2.0',
-    'six==1.17.0',
-    'terminaltables==3.1.10',
-    'onnx==1.23.2',
-    'onnxruntime==1.31.1',
-    'onnxscript==0.7.2',
-    'openvino==2026.4.1',
+    # torch >= 2.6: checkpoints load with weights_only=True (safe globals).
+    'torch>=2.6,<2.15',
+    'mmengine>=0.10.0,<0.11',
     'numpy>=2,<3',
+    # The QDQ ONNX export (torch.onnx's dynamo exporter needs onnxscript).
+    'onnx>=1.17,<2',
+    'onnxscript>=0.3,<1',
+    # mmengine 0.10 imports pkg_resources, which setuptools 81 removes.
     'setuptools<81',
-    'matplotlib',
+    'matplotlib>=3.5',
 ]
 
-EXTRAS_REQUIRE = {
-    'tests': ['pytest', 'pytest-timeout', 'pytest-xdist', 'ruff==0.17.6'],
+# mmcv: the codebases import it without declaring it (mim installs it);
+# mmcls 1.0.0rc6 and mmyolo 0.6 accept mmcv < 2.1, the others < 2.2.
+_MMCV = 'mmcv>=2.0.0,<2.2'
+_MMCV_20 = 'mmcv>=2.0.0,<2.1'
+CODEBASE_EXTRAS = {
+    'mmcls': ['mmcls>=1.0.0rc6,<1.1', _MMCV_20],
+    'mmdet': ['mmdet>=3.0.0,<3.4', _MMCV],
+    # mmseg.utils imports ftfy and regex without declaring them.
+    'mmseg': ['mmsegmentation>=1.2.0,<1.3', _MMCV, 'ftfy', 'regex'],
+    'mmpose': ['mmpose>=1.3.0,<1.4', _MMCV],
+    'mmyolo': ['mmyolo>=0.6.0,<0.7', 'mmdet>=3.0.0,<3.4', _MMCV_20],
+    'mmpretrain': ['mmpretrain>=1.2.0,<1.3', _MMCV],
 }
+RUNTIME_EXTRAS = {
+    'onnxruntime': ['onnxruntime>=1.17,<2'],
+    'openvino': ['openvino>=2024.0,<2027'],
+    'litert': [
+        'ai-edge-litert>=2.0.2,<3', 'tflite>=2.18,<3', 'flatbuffers>=24.3.6'
+    ],
+}
+EXTRAS_REQUIRE = {
+    **CODEBASE_EXTRAS,
+    **RUNTIME_EXTRAS,
+    # TensorRT's int8 graphs are checked in onnxruntime (docs/deploy.md).
+    'tensorrt': RUNTIME_EXTRAS['onnxruntime'],
+    # build: tests/test_packaging.py builds the wheel as a user would.
+    'tests': [
+        'pytest', 'pytest-timeout', 'pytest-xdist', 'ruff==0.17.6', 'build'
+    ],
+}
+EXTRAS_REQUIRE['all'] = sorted(
+    {r for extras in (CODEBASE_EXTRAS, RUNTIME_EXTRAS)
+     for reqs in extras.values() for r in reqs})
 
 setup(
     name='mmrazor_quant',
-    version='0.1.0',
+    version=_version(),
     description='Config-driven PTQ/QAT toolkit on torch.fx in the style of '
     'MMRazor',
-    packages=find_packages(exclude=('tests', 'tests.*')),
+    # Namespace-aware: a subpackage without __init__.py (quantizers/passes)
+    # ships too.
+    packages=find_namespace_packages(
+        include=['mmrazor_quant', 'mmrazor_quant.*'],
+        exclude=['*.__pycache__']),
     python_requires='>=3.10',
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS_REQUIRE,

@@ -66,13 +66,15 @@ repack_torchvision() {
 }
 
 mkdir -p "$CACHE"
-# The four codebases without their declared dependencies, then those
-# dependencies that install as published (pure Python).
-$PIP install -q --no-deps $C mmsegmentation==1.2.2 mmpose==1.3.2 \
-  mmyolo==0.6.0 mmpretrain==1.2.0
+# First the codebases' dependencies that install as published (pure
+# Python), then the four codebases without their declared dependencies. In
+# this order no install with dependency checks runs while mmpose lacks chumpy,
+# so pip prints no resolver error (`pip check` still names chumpy).
 $PIP install -q $C ftfy==6.3.1 regex==2026.11.19 prettytable==3.18.0 \
   json_tricks==3.17.3 munkres==3.0.0 einops==0.8.2 \
   importlib-metadata==10.2.0 mat4py==0.6.0 wheel
+$PIP install -q --no-deps $C mmsegmentation==1.2.2 mmpose==1.3.2 \
+  mmyolo==0.6.0 mmpretrain==1.2.0
 
 PATTERN="xtcocotools-$XTCOCO-*.whl"
 wheel=$(find_wheel "$@")

@@ -4,7 +4,10 @@ Every registry has the scope ``mmrazor_quant`` so that configs may name a
 module as ``type='mmrazor_quant.OpenVINOQuantizer'`` (or, after
 ``default_scope='mmrazor_quant'``, just ``'OpenVINOQuantizer'``). The
 ``locations`` make a lookup import the defining package on demand, so a name
-resolves whatever was imported before.
+resolves whatever was imported before. The modules that need an OpenMMLab
+codebase (its adapter, our datasets built on it) are not in those packages'
+imports: looking their name up imports them
+(:mod:`mmrazor_quant.utils.codebase_imports`).
 """
 from mmengine.registry import DATASETS as MMENGINE_DATASETS
 from mmengine.registry import LOOPS as MMENGINE_LOOPS
@@ -12,13 +15,30 @@ from mmengine.registry import MODEL_WRAPPERS as MMENGINE_MODEL_WRAPPERS
 from mmengine.registry import MODELS as MMENGINE_MODELS
 from mmengine.registry import TASK_UTILS as MMENGINE_TASK_UTILS
 from mmengine.registry import TRANSFORMS as MMENGINE_TRANSFORMS
-from mmengine.registry import Registry
+from mmengine.registry import Registry as _MMEngineRegistry
 
 __all__ = [
     'MODELS', 'MODEL_WRAPPERS', 'TASK_UTILS', 'LOOPS', 'DATASETS',
     'TRANSFORMS', 'BACKENDS', 'EXPORTERS', 'RUNTIMES', 'CODEBASES',
     'DEPLOY_HEADS', 'register_all_modules', 'build_in_scope'
 ]
+
+
+class Registry(_MMEngineRegistry):
+    """mmengine's registry that imports a lazily registered name's module
+    (a codebase adapter, a dataset on a codebase) when the name is looked
+    up in it, with a clear error if its codebase is not installed."""
+
+    def get(self, key: str):
+        if isinstance(key, str):
+            scope, name = self.split_scope_key(key)
+            if scope in (None, self._scope) and name not in self._module_dict:
+                from mmrazor_quant.utils.codebase_imports import (
+                    import_lazy_name,
+                )
+                import_lazy_name(name, f'{self.name} {key!r}')
+        return super().get(key)
+
 
 # Algorithms, quantizers, observers, fake quants and QAT modules.
 MODELS = Registry(
@@ -60,7 +80,14 @@ RUNTIMES = Registry('runtime', locations=['mmrazor_quant.deploy'])
 
 
 def register_all_modules(init_default_scope: bool = True) -> None:
-    """Import every module of mmrazor_quant so that all names are registered.
+    """Import the modules of mmrazor_quant so that its names are registered.
+
+    The modules of an OpenMMLab codebase (its adapter, our datasets built on
+    it) are left out: a registry imports them when a config or a model names
+    the codebase (:mod:`mmrazor_quant.utils.codebase_imports`), so that no
+    tool pays for, or needs, the codebases it does not use. So is
+    ``mmrazor_quant.deploy``, which its own registries import on their
+    first lookup.
 
     Args:
         init_default_scope (bool): Whether to set ``mmrazor_quant`` as the
@@ -70,9 +97,12 @@ def register_all_modules(init_default_scope: bool = True) -> None:
 
     from mmengine.registry import DefaultScope
 
+    # Not ``mmrazor_quant.deploy`` (ONNX and the exporters): its registries
+    # (EXPORTERS, RUNTIMES, DEPLOY_HEADS) import it on their first lookup,
+    # which a tool that does not export never makes.
     for package in ('mmrazor_quant.backends', 'mmrazor_quant.models',
                     'mmrazor_quant.engine', 'mmrazor_quant.datasets',
-                    'mmrazor_quant.deploy', 'mmrazor_quant.ptq'):
+                    'mmrazor_quant.ptq'):
         try:
             importlib.import_module(package)
         except ModuleNotFoundError as e:

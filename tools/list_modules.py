@@ -30,6 +30,7 @@ def first_line(obj) -> str:
 def collect() -> Dict[str, List[Tuple[str, str]]]:
     """``{group: [(name, description), ...]}``, names sorted."""
     from mmrazor_quant.backends import all_backends
+    from mmrazor_quant.models.codebases import load_adapters
     from mmrazor_quant.models.fake_quants import BaseFakeQuantize
     from mmrazor_quant.models.observers import BaseObserver
     from mmrazor_quant.models.quantizers import BaseQuantizer
@@ -41,6 +42,7 @@ def collect() -> Dict[str, List[Tuple[str, str]]]:
             (name, f'[quantizer={backend.quantizer}, exporter='
              f'{backend.exporter}, runtime={backend.runtime}] '
              f'{first_line(type(backend))}'))
+    load_adapters()
     for name, cls in sorted(CODEBASES.module_dict.items()):
         groups['codebases'].append(
             (name, f'[packages={",".join(cls.packages) or "*"}, task='
@@ -56,6 +58,7 @@ def collect() -> Dict[str, List[Tuple[str, str]]]:
                 groups[group].append((name, desc))
     for group, registry in (('loops', LOOPS), ('exporters', EXPORTERS),
                             ('deploy heads', DEPLOY_HEADS)):
+        registry.import_from_location()
         for name, cls in sorted(registry.module_dict.items()):
             groups[group].append((name, first_line(cls)))
     return groups

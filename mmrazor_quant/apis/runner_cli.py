@@ -83,6 +83,7 @@ def build_runner(args: argparse.Namespace,
         read_checkpoint,
         register_checkpoint_safe_globals,
     )
+    from mmrazor_quant.utils.codebase_imports import import_config_codebases
     from mmrazor_quant.utils.config_checks import check_loop_cfgs, load_config
     from mmrazor_quant.utils.data_pipeline import add_test_pipeline
     from mmrazor_quant.utils.quiet import (
@@ -95,6 +96,8 @@ def build_runner(args: argparse.Namespace,
     # torch >= 2.6 loads with weights_only=True; allow mmengine's own types.
     register_checkpoint_safe_globals()
     cfg = add_test_pipeline(merge_args(load_config(args.config), args))
+    # Again after the command line, which may name another codebase.
+    import_config_codebases(cfg)
     check_loop_cfgs(cfg)
     if cfg.get('load_from') and osp.isfile(cfg.load_from):
         # Read once before the Runner exists: a bad file gets our message

@@ -16,7 +16,7 @@ import cv2
 import numpy as np
 
 from .atomic_folder import atomic_folder
-from .mnist5k import (
+from .mnist5k_file import (
     find_mnist5k_file,
     load_mnist5k_arrays,
     split_mnist5k_indices,

@@ -34,7 +34,7 @@ from mmpose.datasets.datasets.base import BaseCocoStyleDataset
 
 from mmrazor_quant.registry import DATASETS
 from .atomic_folder import atomic_folder
-from .mnist5k import (
+from .mnist5k_file import (
     find_mnist5k_file,
     load_mnist5k_arrays,
     split_mnist5k_indices,

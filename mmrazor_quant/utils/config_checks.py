@@ -11,6 +11,7 @@ from typing import Optional
 
 from mmengine.config import Config
 
+from .codebase_imports import import_config_codebases
 from .config_scopes import check_base_scopes
 
 __all__ = ['load_config', 'check_loop_cfgs']
@@ -38,12 +39,20 @@ def load_config(path: str, cfg_options: Optional[dict] = None) -> Config:
             names the entry and how to install it.
         ValueError: If a ``_base_`` entry names a scope mmengine does not
             know (see :func:`check_base_scopes`).
+        CodebaseNotInstalledError: If a key names a codebase that is not
+            installed (``default_scope='mmdet'``,
+            ``type='mmrazor_quant.PoseDigitsDataset'`` without mmpose); the
+            message names the key and the extra that installs it.
+
+    The modules of the codebases the config names (adapters, datasets) are
+    imported here (:func:`~.codebase_imports.import_config_codebases`).
     """
     if not osp.isfile(path):
         raise FileNotFoundError(f'config file {path!r} does not exist')
     check_base_scopes(path)
     try:
-        cfg = Config.fromfile(path)
+        # custom_imports after the codebase check, which names the key.
+        cfg = Config.fromfile(path, import_custom_modules=False)
     except FileNotFoundError as err:
         missing = err.filename or str(err)
         raise FileNotFoundError(
@@ -52,6 +61,10 @@ def load_config(path: str, cfg_options: Optional[dict] = None) -> Config:
             f'directory)') from err
     if cfg_options:
         cfg.merge_from_dict(cfg_options)
+    import_config_codebases(cfg)
+    if cfg.get('custom_imports'):
+        from mmengine.utils import import_modules_from_strings
+        import_modules_from_strings(**cfg['custom_imports'])
     return cfg
 
 

@@ -40,6 +40,7 @@ from mmengine.runner.checkpoint import (
 )
 from torch.utils.data import DataLoader
 
+from mmrazor_quant.models.algorithms.quant_state_format import quant_state_meta
 from mmrazor_quant.models.fake_quants.utils import (
     check_calibrated,
     disable_fake_quant,
@@ -58,6 +59,7 @@ from .calibration import (
     reached,
     set_quant_state,
 )
+from .checkpoint_meta import add_quant_state_meta_hook
 from .compile import check_compile_cfg, compile_steps
 
 __all__ = [
@@ -222,7 +224,8 @@ class PTQLoop(TestLoop):
             time=time.strftime('%Y%m%d_%H%M%S', time.localtime()),
             seed=self.runner.seed,
             experiment_name=self.runner.experiment_name,
-            cfg=self.runner.cfg.pretty_text)
+            cfg=self.runner.cfg.pretty_text,
+            **quant_state_meta())
         if hasattr(self.dataloader.dataset, 'metainfo'):
             meta['dataset_meta'] = self.dataloader.dataset.metainfo
         checkpoint = dict(
@@ -263,6 +266,8 @@ class _QATSwitchesMixin:
     def _init_switches(self, freeze_bn_begin: int,
                        disable_observer_begin: int) -> None:
         self.freeze_bn_begin = check_begin(freeze_bn_begin, 'freeze_bn_begin')
+        # The Runner's checkpoints carry the package and format versions.
+        add_quant_state_meta_hook(self.runner)
         self.disable_observer_begin = check_begin(disable_observer_begin,
                                                   'disable_observer_begin')
 

@@ -19,6 +19,7 @@ from ..codebases import codebases_of
 from ..quantizers.base import BaseQuantizer, build_graph_module
 from ..task_modules.tracer.custom_tracer import check_input_shape
 from .mmrazor_api import MMArchitectureQuantAPIMixin, note_input_shapes
+from .quant_state_format import QUANT_STATE_FORMAT, migrate_quant_state
 
 __all__ = ['MMArchitectureQuant', 'MMArchitectureQuantDDP']
 
@@ -149,6 +150,34 @@ class MMArchitectureQuant(MMArchitectureQuantAPIMixin, BaseModel):
         # architecture's own submodules (see the class docstring).
         self._graphs = {mode: gm.graph for mode, gm in qmodels.items()}
         self._qmodels: Dict[str, fx.GraphModule] = qmodels
+
+    # The quantization-state format, saved in the state dict's metadata as
+    # torch versions module state (quant_state_format.py).
+    _version = QUANT_STATE_FORMAT
+
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        metadata = getattr(destination, '_metadata', None)
+        if metadata is not None and prefix[:-1] in metadata:
+            from mmrazor_quant import __version__
+            metadata[prefix[:-1]]['mmrazor_quant'] = __version__
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata,
+                              strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        # A state of an older format is migrated in place before the
+        # submodules load; a newer one is refused.
+        report = migrate_quant_state(
+            self, state_dict, prefix,
+            local_metadata.get('version') or 1,
+            local_metadata.get('mmrazor_quant'))
+        self.migration_report = report
+        if report:
+            from mmengine.logging import print_log
+            print_log(f'MMArchitectureQuant: {report}', logger='current')
+        super()._load_from_state_dict(state_dict, prefix, local_metadata,
+                                      strict, missing_keys, unexpected_keys,
+                                      error_msgs)
 
     @property
     def qmodels(self) -> Dict[str, fx.GraphModule]:

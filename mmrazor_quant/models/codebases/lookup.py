@@ -1,12 +1,14 @@
 """Find the codebase adapters of a model."""
+import importlib
 from typing import Iterable, List, Tuple
 
 from torch import nn
 
 from mmrazor_quant.registry import CODEBASES
+from mmrazor_quant.utils.codebase_imports import CODEBASE_MODULES
 from .base import BaseCodebase
 
-__all__ = ['codebases_of', 'codebase_of', 'block_types_of']
+__all__ = ['codebases_of', 'codebase_of', 'block_types_of', 'load_adapters']
 
 
 def codebases_of(model: nn.Module) -> List[BaseCodebase]:
@@ -47,8 +49,26 @@ def block_types_of(modules: Iterable[nn.Module]) -> Tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
+def load_adapters() -> None:
+    """Import the adapter of every codebase (e.g. to list them all); the
+    adapters import nothing of their codebases."""
+    for codebase in CODEBASE_MODULES.values():
+        importlib.import_module(codebase.adapter)
+
+
+def _import_adapters_of(model_cls: type) -> None:
+    """Import our adapters of the codebases that define a class in
+    ``model_cls``'s MRO (those of other packages come from the config's
+    ``custom_imports``)."""
+    for cls in model_cls.__mro__:
+        codebase = CODEBASE_MODULES.get(cls.__module__.split('.')[0])
+        if codebase is not None:
+            importlib.import_module(codebase.adapter)
+
+
 def _codebases_of_class(model_cls: type) -> List[BaseCodebase]:
     CODEBASES.import_from_location()
+    _import_adapters_of(model_cls)
     found = []
     for index, cls in enumerate(CODEBASES.module_dict.values()):
         adapter = cls()
