@@ -160,6 +160,7 @@ class _Builder:
         self.blob: Dict[fx.Node, str] = {}
         self.quantized = int8_layer_inputs(model)
         self.names: Dict[str, int] = {}
+        self.sizes: set = set()
 
     # -- naming -----------------------------------------------------------
     def _layer_name(self, node: fx.Node) -> str:
@@ -339,6 +340,11 @@ class _Builder:
     def _function(self, node: fx.Node) -> None:
         target = node.target
         args = node.args
+        if self._shape_value(node):
+            return None
+        if target in (torch.reshape, ) or (node.op == 'call_method' and
+                                           target in ('view', 'reshape')):
+            return self._reshape(node)
         if target in (operator.add, torch.add, operator.mul, torch.mul) \
                 or (node.op == 'call_method' and target in ('add', 'mul')):
             tensors = [a for a in args[:2] if isinstance(a, fx.Node)]
@@ -371,6 +377,29 @@ class _Builder:
                 raise self._error(node, f'cat on dim {dim}')
             return self._emit('Concat', node, list(tensors), {0: 0})
         raise self._error(node, _name(target))
+
+    def _shape_value(self, node: fx.Node) -> bool:
+        """Whether ``node`` computes a size (``x.size(0)``, ``x.shape``
+        and items of them), not a tensor: no layer, only :meth:`_reshape`
+        reads it."""
+        target = node.target
+        sized = (node.op == 'call_method' and target in ('size', 'dim')) or (
+            target is getattr and node.args[1] == 'shape') or (
+                target is operator.getitem and isinstance(
+                    node.args[0], fx.Node) and node.args[0] in self.sizes)
+        if sized:
+            self.sizes.add(node)
+        return sized
+
+    def _reshape(self, node: fx.Node) -> None:
+        x, *shape = node.args
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = list(shape[0])
+        batch = shape[0] if shape else None
+        if len(shape) == 2 and shape[1] == -1 and (
+                batch in self.sizes or isinstance(batch, int)):
+            return self._emit('Flatten', node, [x])
+        raise self._error(node, f'reshape to {shape}')
 
     def _pool(self, node: fx.Node, x: fx.Node, pool: nn.Module) -> None:
         kh, kw = _pair(pool.kernel_size)

@@ -1,7 +1,7 @@
 """The ``ncnn`` runtime: a ``.param``/``.bin`` run by ncnn's Python wheel,
 fed and read in float32 like the other runtimes."""
 import os.path as osp
-from typing import Callable, List, Tuple
+from typing import Callable, List, Optional, Tuple
 
 import numpy as np
 
@@ -38,7 +38,8 @@ def import_ncnn():
     return ncnn
 
 
-def load_net(path: str, num_threads: int = 1, packing: bool = True):
+def load_net(path: str, num_threads: int = 1, packing: bool = True,
+             bin_path: Optional[str] = None):
     """An ``ncnn.Net`` of the ``.param``/``.bin`` of ``path``, with float32
     storage and arithmetic (no fp16/bf16: the float layers then compute as
     the simulation does) and int8 inference on.
@@ -48,6 +49,8 @@ def load_net(path: str, num_threads: int = 1, packing: bool = True):
         num_threads (int): Threads. Defaults to 1.
         packing (bool): ncnn's packed layouts (its default, and its fast
             kernels). Defaults to True.
+        bin_path (str, optional): The ``.bin``, if not beside the
+            ``.param`` under the same stem. Defaults to None.
 
     Raises:
         ImportError: If ncnn is missing.
@@ -56,6 +59,8 @@ def load_net(path: str, num_threads: int = 1, packing: bool = True):
     """
     ncnn = import_ncnn()
     param, weights = ncnn_paths_of(path)
+    if bin_path is not None:
+        param, weights = path, bin_path
     for file in (param, weights):
         if not osp.exists(file):
             raise FileNotFoundError(f'ncnn: {file} does not exist')
