@@ -92,6 +92,7 @@ def int8_layers(deploy):
             if type(m).__name__ == 'NCNNInt8Layer'}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('arch', ['resnet', 'mbv2'])
 def test_parity(ptq, digits, tmp_path, arch):
     """ncnn runs the file as the simulation of its arithmetic computes:
@@ -143,6 +144,7 @@ def _deploy_layer(qmodel, name) -> WeightQuantizedLayer:
     return build_deploy_model(qmodel).get_submodule(name)
 
 
+@pytest.mark.slow
 def test_lsq_scales_land_in_the_bin(lsq, digits, tmp_path):
     """QAT to the device: the scales LSQ learned are in the ``.bin``
     (inverted) bit for bit, and ncnn follows the simulation."""
