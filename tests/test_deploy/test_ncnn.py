@@ -14,14 +14,22 @@ from torch import nn
 from mmrazor_quant.deploy import WeightQuantizedLayer, export_model
 from mmrazor_quant.deploy.ncnn import NCNNExportError, float2int8
 from mmrazor_quant.deploy.ncnn.model_writer import INT8_TAG
-from mmrazor_quant.deploy.parity import check_parity, output_step
+from mmrazor_quant.deploy.parity import check_parity
 from mmrazor_quant.deploy.runtimes import load_runtime
 from mmrazor_quant.models.fake_quants import (
     LearnableFakeQuantize,
     round_half_away_from_zero,
 )
 from mmrazor_quant.utils.sqnr import sqnr_db
-from .conftest import LSQ, U8, build_quantized, calibrate, lsq_finetune
+from .conftest import (
+    LSQ,
+    RESNET,
+    U8,
+    _train,
+    build_quantized,
+    calibrate,
+    lsq_finetune,
+)
 
 ncnn = pytest.importorskip('ncnn', reason='ncnn is not installed: run '
                            '`make ncnn`')
@@ -32,18 +40,22 @@ S8_SYM = dict(qdtype='qint8', bit=8, is_symmetry=True,
 
 
 @pytest.fixture(scope='module')
-def ptq(float_weights, digits):
-    """The tiny ResNet and MobileNetV2, ncnn W8A8 PTQ."""
-    return {arch: calibrate(build_quantized(arch, float_weights,
-                                            'NCNNQuantizer', S8_SYM),
-                            digits[0])
-            for arch in ('resnet', 'mbv2')}
+def resnet_weights(digits):
+    """The tiny ResNet's fp32 weights (30 SGD steps on digits)."""
+    return dict(resnet=_train(RESNET, digits[0], digits[1]))
 
 
 @pytest.fixture(scope='module')
-def lsq(float_weights, digits):
+def ptq(resnet_weights, digits):
+    """The tiny ResNet, ncnn W8A8 PTQ."""
+    return calibrate(build_quantized('resnet', resnet_weights,
+                                     'NCNNQuantizer', S8_SYM), digits[0])
+
+
+@pytest.fixture(scope='module')
+def lsq(resnet_weights, digits):
     """The tiny ResNet after a short LSQ run (scales trained)."""
-    model = build_quantized('resnet', float_weights, 'NCNNQuantizer',
+    model = build_quantized('resnet', resnet_weights, 'NCNNQuantizer',
                             S8_SYM, **LSQ)
     torch.manual_seed(0)
     return lsq_finetune(model, digits[0], digits[1])
@@ -94,12 +106,14 @@ def int8_layers(deploy):
 
 @pytest.mark.slow
 @pytest.mark.parametrize('arch', ['resnet', 'mbv2'])
-def test_parity(ptq, digits, tmp_path, arch):
+def test_parity(float_weights, digits, tmp_path, arch):
     """ncnn runs the file as the simulation of its arithmetic computes:
     the same top-1 on 1000 test digits, at least 99.9 % agreement and
     45 dB."""
-    result = export_model(ptq[arch], digits[2][:2],
-                          str(tmp_path / 'm.onnx'), 'ncnn')
+    model = calibrate(build_quantized(arch, float_weights, 'NCNNQuantizer',
+                                      S8_SYM), digits[0])
+    result = export_model(model, digits[2][:2], str(tmp_path / 'm.onnx'),
+                          'ncnn')
     report = check_parity(result.deploy_model, result.onnx_path,
                           digits[2], 'ncnn', labels=digits[3])
     assert report.top1_agreement >= 0.999
@@ -111,7 +125,7 @@ def test_files_carry_the_model_scales(ptq, digits, tmp_path):
     """Every int8 layer holds the weight codes of the simulation, 1/s_w
     per channel and 1/s_in as float32, bit for bit; the table holds the
     same values; the float32 graph has the same layer names."""
-    model = ptq['resnet']
+    model = ptq
     result = export_model(model, digits[2][:2], str(tmp_path / 'r.onnx'),
                           'ncnn')
     assert sorted(result.files) == ['bin', 'fp32_bin', 'fp32_param',
@@ -174,7 +188,7 @@ def test_perturbed_scale_moves_the_runtime_as_the_simulation(
     x = digits[2][:64]
     runs = []
     for factor in (1.0, 0.25):
-        model = copy.deepcopy(ptq['resnet'])
+        model = copy.deepcopy(ptq)
         fake_quants = list(model.architecture.act_fake_quants.values())
         fake_quants[len(fake_quants) // 2].scale.data *= factor
         path = str(tmp_path / f'x{factor}.onnx')
@@ -183,8 +197,8 @@ def test_perturbed_scale_moves_the_runtime_as_the_simulation(
             sim = result.deploy_model(x).numpy()
         runs.append((sim, load_runtime('ncnn', path)(x.numpy())))
     (sim0, rt0), (sim1, rt1) = runs
-    step = output_step(result.deploy_model)
-    assert np.abs(sim1 - sim0).max() > 5 * step  # the scale matters
+    # the scale matters: the logits move by a fifth of their range
+    assert np.abs(sim1 - sim0).max() > 0.2 * np.abs(sim0).max()
     assert sqnr_db(sim1 - sim0, rt1 - rt0) > 40
 
 
@@ -238,22 +252,23 @@ def _nothing_written(tmp_path):
 
 
 def test_refuses_a_model_quantized_for_another_backend(
-        float_weights, digits, tmp_path):
-    model = calibrate(build_quantized('resnet', float_weights,
+        resnet_weights, digits, tmp_path):
+    model = calibrate(build_quantized('resnet', resnet_weights,
                                       'OpenVINOQuantizer', U8), digits[0])
     with pytest.raises(ValueError, match='OpenVINOQuantizer.*NCNNQuantizer'):
         export_model(model, digits[2][:2], str(tmp_path / 'o.onnx'), 'ncnn')
     assert _nothing_written(tmp_path)
 
 
-def test_refuses_asymmetric_activations(float_weights, digits, tmp_path):
+def test_refuses_asymmetric_activations(resnet_weights, digits,
+                                        tmp_path):
     with pytest.raises(ValueError, match='a_qscheme.is_symmetry must be '
                        'True'):
-        build_quantized('resnet', float_weights, 'NCNNQuantizer',
+        build_quantized('resnet', resnet_weights, 'NCNNQuantizer',
                         dict(qdtype='qint8', bit=8, is_symmetry=False))
     # a model of no particular target (academic) with asymmetric inputs
     model = calibrate(build_quantized(
-        'resnet', float_weights, 'AcademicQuantizer',
+        'resnet', resnet_weights, 'AcademicQuantizer',
         dict(qdtype='qint8', bit=8, is_symmetry=False)), digits[0])
     with pytest.raises(NCNNExportError, match='asymmetric'):
         export_model(model, digits[2][:2], str(tmp_path / 'a.onnx'), 'ncnn')
@@ -289,8 +304,37 @@ def test_missing_runtime_is_a_clear_error(ptq, digits, tmp_path,
                                           monkeypatch):
     monkeypatch.setitem(sys.modules, 'ncnn', None)
     with pytest.raises(ImportError, match='make ncnn'):
-        export_model(ptq['resnet'], digits[2][:2], str(tmp_path / 'm.onnx'),
+        export_model(ptq, digits[2][:2], str(tmp_path / 'm.onnx'),
                      'ncnn')
     with pytest.raises(ImportError, match='make ncnn'):
         load_runtime('ncnn', str(tmp_path / 'm.param'))
     assert _nothing_written(tmp_path)
+
+
+def test_table_and_fp32_graph_give_the_int8_weights(ptq, digits, tmp_path):
+    """What ``ncnn2int8`` does with the ``.table``: each float32 weight of
+    ``<stem>_fp32.bin`` times its ``<layer>_param_0`` scale, rounded by
+    ncnn's ``float2int8``, is the int8 code in ``<stem>.bin``."""
+    from mmrazor_quant.deploy import build_deploy_model
+    from mmrazor_quant.deploy.ncnn import build_ncnn_model
+    result = export_model(ptq, digits[2][:2],
+                          str(tmp_path / 'm.onnx'), 'ncnn')
+    layers = read_int8_layers(str(tmp_path / 'm'))
+    fp32 = build_ncnn_model(build_deploy_model(ptq), (3, 28, 28),
+                            int8=False)
+    table = {}
+    with open(result.files['table']) as f:
+        for line in f:
+            key, *values = line.split()
+            table[key] = torch.tensor(np.array(values, dtype=np.float32))
+    checked = 0
+    for layer in fp32.layers:
+        if layer.name not in layers:
+            continue
+        weights = np.frombuffer(layer.weights[0][4:], '<f4')
+        scales = table[f'{layer.name}_param_0']
+        w = torch.from_numpy(weights.copy()).reshape(len(scales), -1)
+        codes = float2int8(w * scales[:, None]).reshape(-1)
+        assert np.array_equal(codes.numpy(), layers[layer.name][0])
+        checked += 1
+    assert checked == len(layers) == 21  # 20 convs and the head
