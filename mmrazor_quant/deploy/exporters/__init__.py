@@ -1,4 +1,5 @@
 """One exporter per deploy target, registered in ``EXPORTERS``."""
+from ..ncnn.exporter import NCNNExporter  # noqa: F401
 from .base import BaseExporter, ExportResult
 from .builder import build_exporter
 from .litert_exporter import LiteRTExporter

@@ -3,6 +3,7 @@ from .backend_spec import BackendSpec, TensorSpec  # noqa: F401
 from .base import BaseQuantizer
 from .litert_quantizer import LiteRTQuantizer
 from .native_quantizer import TorchNativeQuantizer
+from .ncnn_quantizer import NCNNQuantizer  # noqa: F401
 from .op_kinds import OpKind, classify_node
 from .openvino_quantizer import OpenVINOQuantizer
 from .rknn_quantizer import RKNNQuantizer
