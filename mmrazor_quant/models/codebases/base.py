@@ -5,7 +5,7 @@ from typing import ClassVar, ContextManager, List, Optional, Sequence, Tuple
 import torch
 from torch import nn
 
-__all__ = ['BaseCodebase', 'InputShape']
+__all__ = ['BaseCodebase', 'InputShape', 'overriding_methods']
 
 #: ``(shape of one sample without the batch dimension, where it came from)``;
 #: the shape is None when nothing fixes it.
@@ -171,6 +171,12 @@ class BaseCodebase:
         None when the samples carry none. Defaults to None."""
         return None
 
+    def dataset_metainfo(self, cfg) -> dict:
+        """Metainfo of the config's dataset that the model reads from its
+        data samples at test time (mmpose's ``flip_indices``); set on the
+        dummy data samples of a check. Defaults to none."""
+        return {}
+
     def dummy_data_samples(self, inputs: torch.Tensor,
                            tensor_outputs) -> List:
         """Data samples with valid targets for a training step on
@@ -183,6 +189,26 @@ class BaseCodebase:
         raise NotImplementedError(
             f'{self.name} does not build data samples; give the loss mode '
             'real data samples')
+
+
+def overriding_methods(base: type, names: Sequence[str]) -> Tuple[str, ...]:
+    """Dotted paths of the methods ``names`` on ``base`` and on every
+    subclass of it (imported so far) that defines its own, for an
+    adapter's :attr:`~BaseCodebase.skipped_methods`: skipping a base
+    class's ``loss_by_feat`` does not skip a head's override of it."""
+    found = []
+    for cls in [base] + _subclasses(base):
+        found += [f'{cls.__module__}.{cls.__qualname__}.{name}'
+                  for name in names if name in cls.__dict__]
+    return tuple(found)
+
+
+def _subclasses(cls: type) -> List[type]:
+    """Every subclass of ``cls`` defined so far, depth first."""
+    found = []
+    for sub in cls.__subclasses__():
+        found += [sub] + _subclasses(sub)
+    return found
 
 
 def in_channels_of(model: nn.Module) -> int:

@@ -1,8 +1,8 @@
 """The adapter of mmdet detectors."""
-from typing import ContextManager
+from typing import ContextManager, Tuple
 
 from mmrazor_quant.registry import CODEBASES
-from .base import BaseCodebase
+from .base import BaseCodebase, overriding_methods
 from .mmdet_rewrites import mmdet_rewrites
 
 __all__ = ['MMDetCodebase']
@@ -25,6 +25,18 @@ class MMDetCodebase(BaseCodebase):
     task = 'detection'
     # mmdet's ResNet/MobileNetV2 blocks carry mmcls's names.
     block_types = ('BasicBlock', 'Bottleneck', 'InvertedResidual')
+
+    @property
+    def skipped_methods(self) -> Tuple[str, ...]:
+        """The dense heads' ``loss_by_feat`` and ``predict_by_feat`` (box
+        assignment, decoding and NMS, which read the data samples), on
+        ``BaseDenseHead`` and every head class that overrides them."""
+        try:
+            from mmdet.models.dense_heads.base_dense_head import BaseDenseHead
+        except ImportError:
+            return ()
+        return overriding_methods(BaseDenseHead,
+                                  ('loss_by_feat', 'predict_by_feat'))
 
     def tracer_rewrites(self) -> ContextManager[None]:
         """Swap mmdet's sample-looping methods for traceable ones."""

@@ -195,36 +195,102 @@ torch.fx.wrap('seg_predictions')
 torch.fx.wrap('prefixed_losses')
 
 
+def _decoded(segmentor, x) -> Tuple[Any, Any]:
+    """``(the last decode head's input, that head)``: the features, or for
+    a cascade (``CascadeEncoderDecoder``: OCRNet) the features and the
+    previous stages' output."""
+    heads = segmentor.decode_head
+    if not isinstance(heads, torch.nn.ModuleList):
+        return (x, ), heads
+    out = heads[0](x)
+    for head in list(heads)[1:-1]:
+        out = head(x, out)
+    return (x, out), heads[-1]
+
+
+def _window_logits(segmentor, crop: Tensor) -> Tensor:
+    """Logits of one sliding window, resized to it (``encode_decode``)."""
+    from mmseg.models.utils import resize
+    args, head = _decoded(segmentor, segmentor.extract_feat(crop))
+    return resize(head(*args), size=tuple(int(v) for v in crop.shape[2:]),
+                  mode='bilinear', align_corners=segmentor.align_corners)
+
+
+def slide_logits(segmentor, inputs: Tensor) -> Tensor:
+    """mmseg's ``slide_inference`` for the traced input size: the windows
+    of ``test_cfg.crop_size`` every ``test_cfg.stride`` are fixed by the
+    image size (as every shape of the graph is), so the loop unrolls; the
+    overlap count is a constant."""
+    h_stride, w_stride = segmentor.test_cfg.stride
+    h_crop, w_crop = segmentor.test_cfg.crop_size
+    h_img, w_img = (int(v) for v in inputs.shape[2:])
+    h_grids = max(h_img - h_crop + h_stride - 1, 0) // h_stride + 1
+    w_grids = max(w_img - w_crop + w_stride - 1, 0) // w_stride + 1
+    count = torch.zeros(1, 1, h_img, w_img)
+    preds = None
+    for h_idx in range(h_grids):
+        for w_idx in range(w_grids):
+            y2 = min(h_idx * h_stride + h_crop, h_img)
+            x2 = min(w_idx * w_stride + w_crop, w_img)
+            y1, x1 = max(y2 - h_crop, 0), max(x2 - w_crop, 0)
+            logits = F.pad(_window_logits(segmentor,
+                                          inputs[:, :, y1:y2, x1:x2]),
+                           (x1, w_img - x2, y1, h_img - y2))
+            preds = logits if preds is None else preds + logits
+            count[:, :, y1:y2, x1:x2] += 1
+    return preds / count
+
+
 def _segmentor_predict(self, inputs: Tensor, data_samples=None):
-    if self.test_cfg.get('mode', 'whole') != 'whole':
+    mode = self.test_cfg.get('mode', 'whole')
+    if mode not in ('whole', 'slide'):
         raise ValueError(
-            f'{type(self).__name__}: test_cfg.mode='
-            f"{self.test_cfg.get('mode')!r} cannot be traced (its sliding "
-            "windows depend on the image); use test_cfg.mode='whole'")
+            f'{type(self).__name__}: test_cfg.mode={mode!r} is neither '
+            "'whole' nor 'slide'")
     batch_img_metas = seg_img_metas(inputs, data_samples)
-    x = self.extract_feat(inputs)
-    seg_logits = self.decode_head.predict(x, batch_img_metas, self.test_cfg)
+    if mode == 'slide':
+        seg_logits = slide_logits(self, inputs)
+    else:
+        args, head = _decoded(self, self.extract_feat(inputs))
+        seg_logits = head.predict(*args, batch_img_metas, self.test_cfg)
     return seg_predictions(seg_logits, data_samples, self.align_corners,
-                           getattr(self.decode_head, 'threshold', None))
+                           getattr(_decoded_head(self), 'threshold', None))
 
 
-def _heads(segmentor) -> List[Tuple[str, Any]]:
-    """``(loss prefix, head)`` in ``EncoderDecoder.loss``'s order."""
-    heads = [('decode', segmentor.decode_head)]
+def _decoded_head(segmentor):
+    heads = segmentor.decode_head
+    return heads[-1] if isinstance(heads, torch.nn.ModuleList) else heads
+
+
+def _head_losses(segmentor, x, data_samples) -> Dict[str, Any]:
+    """``{prefix: losses}`` in ``EncoderDecoder.loss``'s order and names
+    (``decode``, ``aux``/``aux_i``; a cascade's ``decode_i``)."""
+    heads = segmentor.decode_head
+    losses = {}
+    if isinstance(heads, torch.nn.ModuleList):
+        losses['decode_0'] = heads[0].loss(x, data_samples,
+                                           segmentor.train_cfg)
+        prev = None
+        for i in range(1, len(heads)):
+            prev = heads[0](x) if i == 1 else heads[i - 1](x, prev)
+            losses[f'decode_{i}'] = heads[i].loss(x, prev, data_samples,
+                                                  segmentor.train_cfg)
+    else:
+        losses['decode'] = heads.loss(x, data_samples, segmentor.train_cfg)
     aux = getattr(segmentor, 'auxiliary_head', None)
     if isinstance(aux, torch.nn.ModuleList):
-        heads += [(f'aux_{i}', head) for i, head in enumerate(aux)]
+        for i, head in enumerate(aux):
+            losses[f'aux_{i}'] = head.loss(x, data_samples,
+                                           segmentor.train_cfg)
     elif aux is not None:
-        heads.append(('aux', aux))
-    return heads
+        losses['aux'] = aux.loss(x, data_samples, segmentor.train_cfg)
+    return losses
 
 
 def _segmentor_loss(self, inputs: Tensor, data_samples) -> dict:
     data_samples = checked_seg_samples(data_samples)
     x = self.extract_feat(inputs)
-    losses = {prefix: head.loss(x, data_samples, self.train_cfg)
-              for prefix, head in _heads(self)}
-    return prefixed_losses(losses)
+    return prefixed_losses(_head_losses(self, x, data_samples))
 
 
 def _rewrites() -> List[Tuple[type, str, Any]]:

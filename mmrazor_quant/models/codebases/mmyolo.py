@@ -10,8 +10,6 @@ from .swapped_methods import swapped_methods
 
 __all__ = ['MMYOLOCodebase']
 
-_HEADS = 'mmyolo.models.dense_heads.'
-
 
 @CODEBASES.register_module()
 class MMYOLOCodebase(MMDetCodebase):
@@ -26,16 +24,13 @@ class MMYOLOCodebase(MMDetCodebase):
     like mmdet's, from a list of ``DetDataSample``, so the configs use
     mmdet's ``DetDataPreprocessor``; mmyolo's packed dict is refused with a
     message naming ``model.data_preprocessor``. The heads' decoding and
-    losses stay out of the graphs by default. Samples carry mmdet's
+    losses stay out of the graphs by default (mmdet's adapter skips
+    ``loss_by_feat`` and ``predict_by_feat`` of every dense head, mmyolo's
+    included). Samples carry mmdet's
     metainfo plus ``batch_input_shape`` and ``pad_shape``, which the heads
     read.
     """
     packages = ('mmyolo', )
-    skipped_methods = (
-        _HEADS + 'yolov5_head.YOLOv5Head.predict_by_feat',
-        _HEADS + 'yolov5_head.YOLOv5Head.loss_by_feat',
-        _HEADS + 'rtmdet_head.RTMDetHead.loss_by_feat',
-    )
     block_types = ('CSPLayer', 'CSPLayerWithTwoConv', 'DarknetBottleneck')
 
     def tracer_rewrites(self) -> ContextManager[None]:
