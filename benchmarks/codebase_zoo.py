@@ -16,7 +16,10 @@ Usage:
 
 The codebase's section of ``--out`` (between its ``<!-- zoo:NAME -->``
 markers, appended if missing) is replaced only when every requested
-family has run; the rest of the page is kept.
+family has run; the rest of the page is kept. With ``--families``, the
+rows of the other families already in the section are kept (each row
+carries the date it was measured on), so the zoo can be measured a few
+families at a time on a shared machine.
 """
 import argparse
 import datetime
@@ -33,8 +36,8 @@ from mmrazor_quant.deploy.atomic import atomic_outputs
 
 HEADER = ('| family | config | input | fake quants | Q/DQ | training step | '
           'OpenVINO SQNR (dB) | onnxruntime SQNR (dB) | agreement '
-          '(OpenVINO / onnxruntime) | status |\n'
-          '|---|---|---|---|---|---|---|---|---|---|')
+          '(OpenVINO / onnxruntime) | status | measured |\n'
+          '|---|---|---|---|---|---|---|---|---|---|---|')
 AGREEMENT = {'mmseg': 'pixels labelled alike',
              'mmpose': 'keypoints within 0.5 px',
              'mmyolo': 'boxes reproduced', 'mmdet': 'boxes reproduced'}
@@ -63,6 +66,7 @@ def _dB(report, runtime: str) -> str:
 
 def row(name: str, family: dict, weight_bits: int) -> str:
     """One table row for ``family``."""
+    start = time.time()
     report = check_zoo_config(family['config'], tuple(family['hw']),
                               weight_bits=weight_bits)
     agree = ' / '.join(
@@ -74,7 +78,9 @@ def row(name: str, family: dict, weight_bits: int) -> str:
     return (f"| {name} | `{family['config']}` | {h}x{w} | "
             f'{report.num_fake_quants} | {report.num_q} | {step} | '
             f"{_dB(report, 'openvino')} | {_dB(report, 'onnxruntime')} | "
-            f'{agree} | {_status(report, family)} |')
+            f'{agree} | {_status(report, family)} | '
+            f'{datetime.date.today().isoformat()}, '
+            f'{time.time() - start:.0f} s |')
 
 
 def section(codebase: str, rows: list, seconds: float,
@@ -98,6 +104,22 @@ def section(codebase: str, rows: list, seconds: float,
         f'{os.cpu_count()} cores shared with other jobs), '
         f'{seconds:.0f} s in all. Command: `python benchmarks/'
         f'codebase_zoo.py {codebase}`.\n<!-- /zoo:{codebase} -->\n')
+
+
+def merged_rows(text: str, codebase: str, rows: list,
+                order: list) -> list:
+    """``rows`` with the section's rows of the families not in them, in
+    the order of ``order`` (the families file)."""
+    pattern = re.compile(f'<!-- zoo:{codebase} -->.*?<!-- /zoo:'
+                         f'{codebase} -->', re.S)
+    found = pattern.search(text)
+    by_name = {}
+    for line in (found.group(0).splitlines() if found else []):
+        cells = line.split('|')
+        if len(cells) > 2 and cells[1].strip() in order:
+            by_name[cells[1].strip()] = line
+    by_name.update({r.split('|')[1].strip(): r for r in rows})
+    return [by_name[n] for n in order if n in by_name]
 
 
 def replace_section(text: str, codebase: str, new: str) -> str:
@@ -125,9 +147,11 @@ def main() -> None:
     for name in args.families or list(families):
         rows.append(row(name, families[name], args.weight_bits))
         print(rows[-1], flush=True)
+    text = open(args.out).read() if os.path.exists(args.out) else ''
+    if args.families:
+        rows = merged_rows(text, args.codebase, rows, list(families))
     new = section(args.codebase, rows, time.time() - start,
                   args.weight_bits)
-    text = open(args.out).read() if os.path.exists(args.out) else ''
     with atomic_outputs([args.out]) as (tmp, ):
         with open(tmp, 'w') as f:
             f.write(replace_section(text, args.codebase, new))

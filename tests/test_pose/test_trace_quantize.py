@@ -70,3 +70,39 @@ def test_training_step_on_dummy_samples(qmodel, digits_batch):
     assert torch.isfinite(last.weight.grad).all()
     assert last.weight.grad.abs().sum() > 0
     assert 0 <= float(losses['acc_pose']) <= 1
+
+
+def test_flip_test_combines_the_mirrored_half_outside_the_graph(
+        digits_batch):
+    """The configs' ``test_cfg.flip_test=True``: one predict graph runs the
+    inputs and their mirror images as one batch through the fake quants
+    the tensor mode calibrated; mmpose's head flips the second half back
+    (with the dataset's flip_indices) and averages, outside the graph."""
+    from mmpose.models.utils.tta import flip_heatmaps
+
+    from mmrazor_quant.deploy.pose import decode_keypoints
+    from mmrazor_quant.models.fake_quants.utils import disable_observer
+    from .conftest import quant_cfg, simplebaseline_cfg
+    arch = simplebaseline_cfg()
+    arch.test_cfg.flip_test = True
+    torch.manual_seed(0)
+    model = MODELS.build(quant_cfg(arch)).eval()
+    inputs = digits_batch['inputs'][:4]
+    samples = digits_batch['data_samples'][:4]
+    with torch.no_grad():
+        model(digits_batch['inputs'], mode='tensor')
+        disable_observer(model)
+        plain = model(inputs, mode='tensor')
+        mirrored = model(inputs.flip(-1), mode='tensor')
+        preds = model(inputs, copy.deepcopy(samples), mode='predict')
+    flip_indices = samples[0].metainfo['flip_indices']
+    assert flip_indices == [0, 1, 3, 2, 4]
+    combined = (plain + flip_heatmaps(mirrored, flip_indices=flip_indices,
+                                      shift_heatmap=False)) / 2
+    points = decode_keypoints(model.architecture.head, [combined])
+    for sample, expected in zip(preds, points):
+        center = sample.metainfo['input_center']
+        scale = sample.metainfo['input_scale']
+        expected = expected / 64 * scale + center - 0.5 * scale
+        np.testing.assert_allclose(sample.pred_instances.keypoints[0],
+                                   expected, atol=1e-4)

@@ -86,6 +86,28 @@ class BaseCodebase:
         return None
 
     # -- tracing -------------------------------------------------------------
+    def check_architecture(self, model: nn.Module) -> None:
+        """Raise if ``model`` is a kind this adapter cannot quantize.
+
+        Refuses a test-time augmentation wrapper (mmengine's
+        ``BaseTTAModel``: ``SegTTAModel``, ``DetTTAModel``, ... built from
+        a config's ``tta_model``): its test mode runs the model on several
+        augmented copies and merges the results in Python, which no graph
+        holds and no backend deploys.
+
+        Raises:
+            ValueError: Naming the config key to use instead.
+        """
+        from mmengine.model import BaseTTAModel
+        if isinstance(model, BaseTTAModel):
+            raise ValueError(
+                f'architecture is a {type(model).__name__}, a test-time '
+                "augmentation wrapper (the config's `tta_model`): its "
+                'test mode merges augmented runs outside any graph and '
+                'cannot be exported; quantize `model` (the wrapped '
+                'model) and run test-time augmentation around the '
+                'deployed model')
+
     def tracer_rewrites(self) -> ContextManager[None]:
         """A context in which the tracer traces this codebase's models:
         methods that cannot be traced as written are swapped for traceable

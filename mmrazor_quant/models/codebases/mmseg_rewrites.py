@@ -17,6 +17,16 @@ sizes (1, 2, 3, 6) that need not divide the feature map (Fast-SCNN's is
 bin with a slice and a mean instead (:func:`adaptive_avg_pool_by_bins`),
 the same numbers in ops every runtime has.
 
+``test_cfg.mode='slide'`` (UNet's configs) is traced for the traced input
+size: the windows are fixed by the image size, as every shape of the graph
+is, so the loop unrolls (:func:`slide_logits`). A cascade
+(``CascadeEncoderDecoder``: OCRNet) runs its heads in turn, each given the
+previous one's output, in ``predict`` and ``loss``.
+
+BiSeNetV2's ``BGALayer`` average-pools with a zero padding that the
+average counts; OpenVINO's int8 pool does not count it, so its trace pads
+explicitly first (:func:`avg_pool_with_explicit_pads`).
+
 SegFormer's ``EfficientMultiheadAttention`` calls torch's
 ``nn.MultiheadAttention``, a ``torch.nn`` module the tracer keeps whole
 (and so in float). Its trace writes the attention out
@@ -188,6 +198,52 @@ def _efficient_attention_forward(self, x: Tensor, hw_shape,
     return identity + self.dropout_layer(self.proj_drop(out))
 
 
+def avg_pool_with_explicit_pads(pool: torch.nn.AvgPool2d,
+                                x: Tensor) -> Tensor:
+    """``pool(x)`` with its zero padding as a ``Pad`` of its own.
+
+    An average pool that counts its padding (``count_include_pad=True``,
+    torch's default) exports as one ``AveragePool`` with
+    ``count_include_pad=1``; OpenVINO's CPU plugin averages such an int8
+    pool over the valid pixels only, so every window at the border comes
+    out up to 9/4 too large (BiSeNetV2's ``detail_down`` at 2 x 2: three
+    windows of four, 84 steps off, the logits at -1.4 dB). Zeros padded
+    first and a pool without padding are the same numbers in torch, and
+    every runtime computes them alike.
+    """
+    pad = pool.padding
+    ph, pw = (pad, pad) if isinstance(pad, int) else pad
+    if not (ph or pw) or not pool.count_include_pad:
+        return pool(x)
+    return F.avg_pool2d(F.pad(x, (pw, pw, ph, ph)), pool.kernel_size,
+                        pool.stride, 0, pool.ceil_mode, True,
+                        pool.divisor_override)
+
+
+def _sequential_explicit_pads(sequential: torch.nn.Sequential,
+                              x: Tensor) -> Tensor:
+    for module in sequential:
+        x = avg_pool_with_explicit_pads(module, x) if isinstance(
+            module, torch.nn.AvgPool2d) else module(x)
+    return x
+
+
+def _bga_forward(self, x_d: Tensor, x_s: Tensor) -> Tensor:
+    # mmseg's BGALayer.forward, its detail_down pool padded explicitly
+    from mmseg.models.utils import resize
+    detail_dwconv = self.detail_dwconv(x_d)
+    detail_down = _sequential_explicit_pads(self.detail_down, x_d)
+    semantic_conv = self.semantic_conv(x_s)
+    semantic_dwconv = self.semantic_dwconv(x_s)
+    semantic_conv = resize(input=semantic_conv, size=detail_dwconv.shape[2:],
+                           mode='bilinear', align_corners=self.align_corners)
+    fuse_1 = detail_dwconv * torch.sigmoid(semantic_conv)
+    fuse_2 = detail_down * torch.sigmoid(semantic_dwconv)
+    fuse_2 = resize(input=fuse_2, size=fuse_1.shape[2:], mode='bilinear',
+                    align_corners=self.align_corners)
+    return self.conv(fuse_1 + fuse_2)
+
+
 # Record calls of these as graph nodes instead of tracing into them.
 torch.fx.wrap('checked_seg_samples')
 torch.fx.wrap('seg_img_metas')
@@ -295,6 +351,7 @@ def _segmentor_loss(self, inputs: Tensor, data_samples) -> dict:
 
 def _rewrites() -> List[Tuple[type, str, Any]]:
     try:
+        from mmseg.models.backbones.bisenetv2 import BGALayer
         from mmseg.models.backbones.mit import EfficientMultiheadAttention
         from mmseg.models.decode_heads.psp_head import PPM
         from mmseg.models.segmentors import EncoderDecoder
@@ -303,6 +360,7 @@ def _rewrites() -> List[Tuple[type, str, Any]]:
     return [(EncoderDecoder, 'predict', _segmentor_predict),
             (EncoderDecoder, 'loss', _segmentor_loss),
             (PPM, 'forward', _ppm_forward),
+            (BGALayer, 'forward', _bga_forward),
             (EfficientMultiheadAttention, 'forward',
              _efficient_attention_forward)]
 
