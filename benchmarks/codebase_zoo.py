@@ -15,11 +15,12 @@ Usage:
         [--weight-bits 8] [--out docs/model_zoo.md]
 
 The codebase's section of ``--out`` (between its ``<!-- zoo:NAME -->``
-markers, appended if missing) is replaced only when every requested
-family has run; the rest of the page is kept. With ``--families``, the
-rows of the other families already in the section are kept (each row
-carries the date it was measured on), so the zoo can be measured a few
-families at a time on a shared machine.
+markers, appended if missing) is replaced when every family has run; the
+rest of the page is kept. With ``--families``, each family's row is
+written as soon as it is measured and the rows of the other families
+already in the section are kept (each row carries the date it was
+measured on), so the zoo can be measured a few families at a time on a
+shared machine.
 """
 import argparse
 import datetime
@@ -99,11 +100,12 @@ def section(codebase: str, rows: list, seconds: float,
         f'{AGREEMENT[codebase]}. Families below 30 dB name the op that '
         'departs.\n\n'
         f'{HEADER}\n' + '\n'.join(rows) + '\n\n'
-        f'{datetime.date.today().isoformat()}, '
+        f'Last run {datetime.date.today().isoformat()}, '
         f'{platform.processor() or platform.machine()} ({cpu}, '
-        f'{os.cpu_count()} cores shared with other jobs), '
-        f'{seconds:.0f} s in all. Command: `python benchmarks/'
-        f'codebase_zoo.py {codebase}`.\n<!-- /zoo:{codebase} -->\n')
+        f'{os.cpu_count()} cores shared with other jobs; each row\'s '
+        'wall time in its last column). Command: `python benchmarks/'
+        f'codebase_zoo.py {codebase}` (`--families ...` for some).'
+        f'\n<!-- /zoo:{codebase} -->\n')
 
 
 def merged_rows(text: str, codebase: str, rows: list,
@@ -147,15 +149,21 @@ def main() -> None:
     for name in args.families or list(families):
         rows.append(row(name, families[name], args.weight_bits))
         print(rows[-1], flush=True)
+        if args.families:  # each row kept as soon as it is measured
+            write(args, rows, list(families), time.time() - start)
+    if not args.families:
+        write(args, rows, list(families), time.time() - start)
+
+
+def write(args, rows: list, order: list, seconds: float) -> None:
+    """``rows`` into ``args.codebase``'s section of ``args.out``."""
     text = open(args.out).read() if os.path.exists(args.out) else ''
     if args.families:
-        rows = merged_rows(text, args.codebase, rows, list(families))
-    new = section(args.codebase, rows, time.time() - start,
-                  args.weight_bits)
+        rows = merged_rows(text, args.codebase, rows, order)
+    new = section(args.codebase, rows, seconds, args.weight_bits)
     with atomic_outputs([args.out]) as (tmp, ):
         with open(tmp, 'w') as f:
             f.write(replace_section(text, args.codebase, new))
-
 
 if __name__ == '__main__':
     main()

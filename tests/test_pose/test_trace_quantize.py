@@ -80,11 +80,11 @@ def test_flip_test_combines_the_mirrored_half_outside_the_graph(
     (with the dataset's flip_indices) and averages, outside the graph."""
     from mmpose.models.utils.tta import flip_heatmaps
 
-    from mmrazor_quant.deploy.pose import decode_keypoints
     from mmrazor_quant.models.fake_quants.utils import disable_observer
     from .conftest import quant_cfg, simplebaseline_cfg
     arch = simplebaseline_cfg()
     arch.test_cfg.flip_test = True
+    arch.test_cfg.output_heatmaps = True
     torch.manual_seed(0)
     model = MODELS.build(quant_cfg(arch)).eval()
     inputs = digits_batch['inputs'][:4]
@@ -97,12 +97,13 @@ def test_flip_test_combines_the_mirrored_half_outside_the_graph(
         preds = model(inputs, copy.deepcopy(samples), mode='predict')
     flip_indices = samples[0].metainfo['flip_indices']
     assert flip_indices == [0, 1, 3, 2, 4]
+    # left and right swapped back, then the mean
     combined = (plain + flip_heatmaps(mirrored, flip_indices=flip_indices,
                                       shift_heatmap=False)) / 2
-    points = decode_keypoints(model.architecture.head, [combined])
-    for sample, expected in zip(preds, points):
-        center = sample.metainfo['input_center']
-        scale = sample.metainfo['input_scale']
-        expected = expected / 64 * scale + center - 0.5 * scale
-        np.testing.assert_allclose(sample.pred_instances.keypoints[0],
-                                   expected, atol=1e-4)
+    # the flip changes the heatmaps; the predict graph's batch of 8 differs
+    # from the two batches of 4 only by float summation order (an
+    # intermediate code one step apart here and there)
+    flip_effect = float((combined - plain).abs().max())
+    got = torch.stack([s.pred_fields.heatmaps for s in preds])
+    assert float((got - combined).abs().max()) < 0.01 * flip_effect
+    assert float((got - combined).abs().mean()) < 1e-3 * flip_effect

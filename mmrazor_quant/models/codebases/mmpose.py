@@ -170,8 +170,11 @@ def _encoded_sample(codec, keypoints: torch.Tensor, input_size: tuple):
         input_size=input_size, input_center=np.array([w / 2, h / 2]),
         input_scale=np.array([w, h], dtype=np.float32),
         flip_indices=list(range(num_keypoints))))
-    sample.gt_instances = InstanceData(keypoints=keypoints.numpy(),
-                                       keypoints_visible=visible)
+    # the whole input is the person's box, as a top-down pipeline gives it
+    sample.gt_instances = InstanceData(
+        keypoints=keypoints.numpy(), keypoints_visible=visible,
+        bboxes=np.array([[0, 0, w, h]], np.float32),
+        bbox_scores=np.ones(1, np.float32))
     labels = InstanceData()
     for key, value in encoded.items():
         if key == 'heatmaps':

@@ -343,10 +343,31 @@ def _head_losses(segmentor, x, data_samples) -> Dict[str, Any]:
     return losses
 
 
+@contextlib.contextmanager
+def training_branches(model: torch.nn.Module) -> Iterator[None]:
+    """Trace the branches a model takes in training (DDRNet's and PIDNet's
+    backbones and heads return their auxiliary outputs only then): the
+    ``training`` flag of every module set meanwhile, except normalisation
+    and dropout, which stay graph leaves that follow the run-time mode
+    (and whose statistics the trace's example values must not move)."""
+    from torch.nn.modules.batchnorm import _BatchNorm
+    from torch.nn.modules.dropout import _DropoutNd
+    saved = [(m, m.training) for m in model.modules()
+             if not isinstance(m, (_BatchNorm, _DropoutNd))]
+    try:
+        for module, _ in saved:
+            module.training = True
+        yield
+    finally:
+        for module, mode in saved:
+            module.training = mode
+
+
 def _segmentor_loss(self, inputs: Tensor, data_samples) -> dict:
     data_samples = checked_seg_samples(data_samples)
-    x = self.extract_feat(inputs)
-    return prefixed_losses(_head_losses(self, x, data_samples))
+    with training_branches(self):
+        x = self.extract_feat(inputs)
+        return prefixed_losses(_head_losses(self, x, data_samples))
 
 
 def _rewrites() -> List[Tuple[type, str, Any]]:
