@@ -190,7 +190,15 @@ def _predict(qmodel: nn.Module, x: torch.Tensor, samples):
 
 def _qat_step(qmodel: nn.Module, x: torch.Tensor, samples) -> Tuple:
     qmodel = copy.deepcopy(qmodel).train()
-    losses = qmodel(x, copy.deepcopy(samples), mode='loss')
+    try:
+        losses = qmodel(x, copy.deepcopy(samples), mode='loss')
+    except (KeyError, AttributeError) as e:
+        key, head = _head_of(qmodel.architecture)
+        raise ValueError(
+            f'{key} ({type(head).__name__}): its loss reads {e} from the '
+            'data samples, which the '
+            f'{codebase_of(qmodel.architecture).name} dummy samples do not '
+            'carry; give the loss mode real data samples') from e
     loss = sum(_total(v) for k, v in losses.items() if 'loss' in k)
     loss.backward()
     loss = float(loss.detach())
@@ -200,6 +208,14 @@ def _qat_step(qmodel: nn.Module, x: torch.Tensor, samples) -> Tuple:
         raise RuntimeError(f'the training step gave loss {loss} and '
                            f'gradient norm {norm}')
     return loss, norm
+
+
+def _head_of(model: nn.Module) -> Tuple[str, Any]:
+    """``('model.<key>', head)`` of the model's loss-computing head."""
+    for key in ('head', 'decode_head', 'bbox_head', 'roi_head'):
+        if getattr(model, key, None) is not None:
+            return f'model.{key}', getattr(model, key)
+    return 'model', model
 
 
 def _total(value) -> torch.Tensor:
