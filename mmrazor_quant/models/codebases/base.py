@@ -5,7 +5,7 @@ from typing import ClassVar, ContextManager, List, Optional, Sequence, Tuple
 import torch
 from torch import nn
 
-__all__ = ['BaseCodebase', 'InputShape', 'overriding_methods']
+__all__ = ['BaseCodebase', 'InputShape', 'overriding_methods', 'static_shape']
 
 #: ``(shape of one sample without the batch dimension, where it came from)``;
 #: the shape is None when nothing fixes it.
@@ -211,6 +211,32 @@ class BaseCodebase:
         raise NotImplementedError(
             f'{self.name} does not build data samples; give the loss mode '
             'real data samples')
+
+
+def static_shape(x) -> Tuple[int, ...]:
+    """The shape of ``x``; of the trace's example value when ``x`` is a
+    proxy of a tracer that keeps them (``CustomTracer`` with an input
+    shape), read without a node in the graph.
+
+    A rewrite that lays out a graph for the traced input size (flip test's
+    mirror images, sliding windows) reads it here: a second reader of the
+    model input would make the input's fake quant move off the input, to
+    a place no other mode calibrates.
+
+    Raises:
+        TypeError: If ``x`` is a proxy without an example value.
+    """
+    import torch.fx
+    if isinstance(x, torch.fx.Proxy):
+        example = getattr(x.tracer, 'example_value', None)
+        value = example(x.node) if example is not None else None
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(
+                'this graph is laid out for one input size; give the '
+                'quantized model an input_shape (or a test pipeline with '
+                'a fixed size)')
+        return tuple(int(v) for v in value.shape)
+    return tuple(int(v) for v in x.shape)
 
 
 def overriding_methods(base: type, names: Sequence[str]) -> Tuple[str, ...]:

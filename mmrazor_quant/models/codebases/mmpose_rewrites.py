@@ -30,6 +30,7 @@ import torch
 import torch.fx
 import torch.nn.functional as F
 
+from .base import static_shape
 from .swapped_methods import swapped_methods
 
 __all__ = ['mmpose_rewrites']
@@ -141,7 +142,7 @@ def with_mirror_images(inputs: torch.Tensor) -> torch.Tensor:
     without a node in the graph (a second reader of the input would make
     the fake quant's place shift off it): the graph is built for the
     traced input size, as every shape in it is."""
-    width = _static_width(inputs)
+    width = static_shape(inputs)[-1]
     columns = torch.arange(width)
     columns = torch.stack([columns, columns.flip(0)])  # (2, W)
     rows = torch.arange(2)[:, None]  # (2, 1)
@@ -149,22 +150,6 @@ def with_mirror_images(inputs: torch.Tensor) -> torch.Tensor:
     # advanced indices apart: their broadcast (2, W) comes first
     picked = pair[rows, :, :, :, columns]  # (2, W, N, C, H)
     return picked.permute(0, 2, 3, 4, 1).flatten(0, 1)
-
-
-def _static_width(x: Any) -> int:
-    """The last dimension of ``x``, of the trace's example value when
-    ``x`` is a proxy of a tracer that keeps them (``CustomTracer`` with an
-    input shape)."""
-    if isinstance(x, torch.fx.Proxy):
-        example = getattr(x.tracer, 'example_value', None)
-        value = example(x.node) if example is not None else None
-        if not isinstance(value, torch.Tensor):
-            raise TypeError(
-                'flip test (model.test_cfg.flip_test=True) is traced for '
-                'one input size; give the quantized model an input_shape '
-                '(or a test pipeline with a fixed size)')
-        return int(value.shape[-1])
-    return int(x.shape[-1])
 
 
 def _cross_resolution_forward(self, x):

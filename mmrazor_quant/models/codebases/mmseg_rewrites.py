@@ -44,6 +44,8 @@ import torch.fx
 import torch.nn.functional as F
 from torch import Tensor
 
+from .base import static_shape
+
 __all__ = [
     'mmseg_rewrites', 'adaptive_avg_pool_by_bins', 'written_out_attention'
 ]
@@ -73,16 +75,16 @@ def checked_seg_samples(data_samples: List[Any],
     return data_samples
 
 
-def seg_img_metas(inputs: Tensor,
+def seg_img_metas(shape: Tuple[int, ...],
                   data_samples: Optional[List[Any]]) -> List[dict]:
     """The ``metainfo`` of each sample; without samples, those
-    ``EncoderDecoder.predict`` makes from the batch's size."""
+    ``EncoderDecoder.predict`` makes from the batch's ``shape``."""
     if data_samples is not None:
         checked_seg_samples(data_samples, need_gt=False)
         return [sample.metainfo for sample in data_samples]
-    hw = inputs.shape[2:]
+    hw = torch.Size(shape[2:])
     return [dict(ori_shape=hw, img_shape=hw, pad_shape=hw,
-                 padding_size=[0, 0, 0, 0])] * inputs.shape[0]
+                 padding_size=[0, 0, 0, 0])] * shape[0]
 
 
 def seg_predictions(seg_logits: Tensor, data_samples: Optional[List[Any]],
@@ -249,6 +251,7 @@ torch.fx.wrap('checked_seg_samples')
 torch.fx.wrap('seg_img_metas')
 torch.fx.wrap('seg_predictions')
 torch.fx.wrap('prefixed_losses')
+torch.fx.wrap('merged_windows')
 
 
 def _decoded(segmentor, x) -> Tuple[Any, Any]:
@@ -268,33 +271,65 @@ def _window_logits(segmentor, crop: Tensor) -> Tensor:
     """Logits of one sliding window, resized to it (``encode_decode``)."""
     from mmseg.models.utils import resize
     args, head = _decoded(segmentor, segmentor.extract_feat(crop))
-    return resize(head(*args), size=tuple(int(v) for v in crop.shape[2:]),
+    return resize(head(*args), size=static_shape(crop)[2:],
                   mode='bilinear', align_corners=segmentor.align_corners)
+
+
+def _windows(segmentor, h_img: int, w_img: int) -> List[Tuple[int, ...]]:
+    """``(y1, y2, x1, x2)`` of mmseg's ``slide_inference`` windows."""
+    h_stride, w_stride = segmentor.test_cfg.stride
+    h_crop, w_crop = segmentor.test_cfg.crop_size
+    h_grids = max(h_img - h_crop + h_stride - 1, 0) // h_stride + 1
+    w_grids = max(w_img - w_crop + w_stride - 1, 0) // w_stride + 1
+    boxes = []
+    for h_idx in range(h_grids):
+        for w_idx in range(w_grids):
+            y2 = min(h_idx * h_stride + h_crop, h_img)
+            x2 = min(w_idx * w_stride + w_crop, w_img)
+            boxes.append((max(y2 - h_crop, 0), y2, max(x2 - w_crop, 0), x2))
+    return boxes
+
+
+def window_batch(inputs: Tensor, boxes: List[Tuple[int, ...]]) -> Tensor:
+    """The windows ``boxes`` of ``inputs`` ``(N, C, H, W)`` as one batch
+    ``(K * N, C, h, w)`` (window-major), cut with indexing and reshapes
+    only, which the quantizers treat as moving values: every window stays
+    on the grid of the input's fake quant, the one the tensor mode
+    calibrates (a slice per window would get a fake quant of its own)."""
+    rows = torch.stack([torch.arange(y1, y2) for y1, y2, _, _ in boxes])
+    cols = torch.stack([torch.arange(x1, x2) for _, _, x1, x2 in boxes])
+    index = torch.arange(len(boxes))[:, None, None]
+    stack = inputs.unsqueeze(0).expand(len(boxes), -1, -1, -1, -1)
+    # advanced indices apart: their broadcast (K, h, w) comes first
+    picked = stack[index, :, :, rows[:, :, None], cols[:, None, :]]
+    return picked.permute(0, 3, 4, 1, 2).flatten(0, 1)
+
+
+def merged_windows(logits: Tensor, boxes: List[Tuple[int, ...]],
+                   size: Tuple[int, int]) -> Tensor:
+    """mmseg's ``slide_inference`` merge: each window's logits (batch
+    window-major, as :func:`window_batch` cut them) padded to its place,
+    summed and divided by how many windows cover each pixel."""
+    h_img, w_img = size
+    per_window = logits.reshape(len(boxes), -1, *logits.shape[1:])
+    preds = logits.new_zeros((per_window.shape[1], logits.shape[1], h_img,
+                              w_img))
+    count = logits.new_zeros((1, 1, h_img, w_img))
+    for (y1, y2, x1, x2), window in zip(boxes, per_window):
+        preds = preds + F.pad(window, (x1, w_img - x2, y1, h_img - y2))
+        count[:, :, y1:y2, x1:x2] += 1
+    return preds / count
 
 
 def slide_logits(segmentor, inputs: Tensor) -> Tensor:
     """mmseg's ``slide_inference`` for the traced input size: the windows
     of ``test_cfg.crop_size`` every ``test_cfg.stride`` are fixed by the
-    image size (as every shape of the graph is), so the loop unrolls; the
-    overlap count is a constant."""
-    h_stride, w_stride = segmentor.test_cfg.stride
-    h_crop, w_crop = segmentor.test_cfg.crop_size
-    h_img, w_img = (int(v) for v in inputs.shape[2:])
-    h_grids = max(h_img - h_crop + h_stride - 1, 0) // h_stride + 1
-    w_grids = max(w_img - w_crop + w_stride - 1, 0) // w_stride + 1
-    count = torch.zeros(1, 1, h_img, w_img)
-    preds = None
-    for h_idx in range(h_grids):
-        for w_idx in range(w_grids):
-            y2 = min(h_idx * h_stride + h_crop, h_img)
-            x2 = min(w_idx * w_stride + w_crop, w_img)
-            y1, x1 = max(y2 - h_crop, 0), max(x2 - w_crop, 0)
-            logits = F.pad(_window_logits(segmentor,
-                                          inputs[:, :, y1:y2, x1:x2]),
-                           (x1, w_img - x2, y1, h_img - y2))
-            preds = logits if preds is None else preds + logits
-            count[:, :, y1:y2, x1:x2] += 1
-    return preds / count
+    image size (as every shape of the graph is); the graph runs them as
+    one batch through the model, and the merge runs outside it."""
+    h_img, w_img = static_shape(inputs)[-2:]
+    boxes = _windows(segmentor, h_img, w_img)
+    logits = _window_logits(segmentor, window_batch(inputs, boxes))
+    return merged_windows(logits, boxes, (h_img, w_img))
 
 
 def _segmentor_predict(self, inputs: Tensor, data_samples=None):
@@ -303,7 +338,9 @@ def _segmentor_predict(self, inputs: Tensor, data_samples=None):
         raise ValueError(
             f'{type(self).__name__}: test_cfg.mode={mode!r} is neither '
             "'whole' nor 'slide'")
-    batch_img_metas = seg_img_metas(inputs, data_samples)
+    # the shape read without a node (a second reader of the input would
+    # move its fake quant off it)
+    batch_img_metas = seg_img_metas(static_shape(inputs), data_samples)
     if mode == 'slide':
         seg_logits = slide_logits(self, inputs)
     else:
