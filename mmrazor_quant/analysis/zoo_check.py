@@ -24,7 +24,7 @@ from mmengine.config import Config
 from torch import nn
 
 from mmrazor_quant.models.codebases import codebase_of
-from mmrazor_quant.models.fake_quants import disable_observer
+from mmrazor_quant.models.fake_quants import disable_observer, enable_observer
 from mmrazor_quant.models.fake_quants.base import BaseFakeQuantize
 from mmrazor_quant.registry import MODELS
 from mmrazor_quant.utils.batch_norms import trained_like_batch_norms
@@ -190,6 +190,9 @@ def _predict(qmodel: nn.Module, x: torch.Tensor, samples):
 
 def _qat_step(qmodel: nn.Module, x: torch.Tensor, samples) -> Tuple:
     qmodel = copy.deepcopy(qmodel).train()
+    # as a QAT loop starts: observers on, so the fake quants of branches
+    # only the loss runs (auxiliary heads) take their ranges from the batch
+    enable_observer(qmodel)
     try:
         losses = qmodel(x, copy.deepcopy(samples), mode='loss')
     except (KeyError, AttributeError) as e:

@@ -257,13 +257,15 @@ torch.fx.wrap('merged_windows')
 def _decoded(segmentor, x) -> Tuple[Any, Any]:
     """``(the last decode head's input, that head)``: the features, or for
     a cascade (``CascadeEncoderDecoder``: OCRNet) the features and the
-    previous stages' output."""
+    previous stages' output. The heads' ``forward`` is called as mmseg's
+    cascade calls it (not through the module), so the graph's tensors are
+    named as in the tensor mode's graph and share its fake quants."""
     heads = segmentor.decode_head
     if not isinstance(heads, torch.nn.ModuleList):
         return (x, ), heads
-    out = heads[0](x)
+    out = heads[0].forward(x)
     for head in list(heads)[1:-1]:
-        out = head(x, out)
+        out = head.forward(x, out)
     return (x, out), heads[-1]
 
 
@@ -361,13 +363,14 @@ def _head_losses(segmentor, x, data_samples) -> Dict[str, Any]:
     heads = segmentor.decode_head
     losses = {}
     if isinstance(heads, torch.nn.ModuleList):
-        losses['decode_0'] = heads[0].loss(x, data_samples,
-                                           segmentor.train_cfg)
-        prev = None
+        # each stage's forward once (mmseg's loss runs the first twice,
+        # which would give the graph a second, uncalibrated set of fake
+        # quants), each stage's loss on it
+        out = heads[0].forward(x)
+        losses['decode_0'] = heads[0].loss_by_feat(out, data_samples)
         for i in range(1, len(heads)):
-            prev = heads[0](x) if i == 1 else heads[i - 1](x, prev)
-            losses[f'decode_{i}'] = heads[i].loss(x, prev, data_samples,
-                                                  segmentor.train_cfg)
+            out = heads[i].forward(x, out)
+            losses[f'decode_{i}'] = heads[i].loss_by_feat(out, data_samples)
     else:
         losses['decode'] = heads.loss(x, data_samples, segmentor.train_cfg)
     aux = getattr(segmentor, 'auxiliary_head', None)
