@@ -246,6 +246,17 @@ def _bga_forward(self, x_d: Tensor, x_s: Tensor) -> Tensor:
     return self.conv(fuse_1 + fuse_2)
 
 
+def _unet_check_input_divisible(self, x: Tensor) -> None:
+    # mmseg's check, on the traced size read without a node in the graph
+    # (a shape read of the input would be a second reader of the tensor
+    # that the first conv quantizes, moving its fake quant off the input)
+    _ORIGINAL[('UNet', '_check_input_divisible')](
+        self, torch.empty(static_shape(x), device='meta'))
+
+
+_ORIGINAL = {}
+
+
 # Record calls of these as graph nodes instead of tracing into them.
 torch.fx.wrap('checked_seg_samples')
 torch.fx.wrap('seg_img_metas')
@@ -414,14 +425,18 @@ def _rewrites() -> List[Tuple[type, str, Any]]:
     try:
         from mmseg.models.backbones.bisenetv2 import BGALayer
         from mmseg.models.backbones.mit import EfficientMultiheadAttention
+        from mmseg.models.backbones.unet import UNet
         from mmseg.models.decode_heads.psp_head import PPM
         from mmseg.models.segmentors import EncoderDecoder
     except ImportError:  # no mmseg: nothing to rewrite
         return []
+    _ORIGINAL.setdefault(('UNet', '_check_input_divisible'),
+                         UNet.__dict__['_check_input_divisible'])
     return [(EncoderDecoder, 'predict', _segmentor_predict),
             (EncoderDecoder, 'loss', _segmentor_loss),
             (PPM, 'forward', _ppm_forward),
             (BGALayer, 'forward', _bga_forward),
+            (UNet, '_check_input_divisible', _unet_check_input_divisible),
             (EfficientMultiheadAttention, 'forward',
              _efficient_attention_forward)]
 
