@@ -7,8 +7,7 @@ step on the adapter's data samples, exported, and the export run in
 OpenVINO and onnxruntime against the simulation.
 
 By default one or two families per codebase run (``DEFAULT``, chosen to
-cover each adapter's rewrites at the lowest cost: flip test, slide
-inference, a cascade);
+cover each adapter's rewrites at the lowest cost);
 ``MMRAZOR_QUANT_ZOO_CODEBASES=all`` runs every family of
 ``configs/model_zoo/<codebase>_families.py``, and
 ``MMRAZOR_QUANT_ZOO_CODEBASES=mmseg:unet,mmpose:hrnet`` picks some
@@ -26,7 +25,7 @@ from ..int8_host import int8_weight_bits
 CODEBASES = ('mmpose', 'mmseg', 'mmyolo', 'mmdet')
 DEFAULT = {
     'mmpose': ('mobilenetv2', ),  # flip test outside the graph
-    'mmseg': ('unet', ),  # slide inference
+    'mmseg': ('stdc', ),  # a loss-only auxiliary head, own loss_by_feat
     'mmyolo': (),
     'mmdet': (),
 }
