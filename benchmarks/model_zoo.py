@@ -22,6 +22,7 @@ was measured on).
 The page is written only when every requested family has run.
 """
 import argparse
+import os
 import platform
 import time
 
@@ -110,6 +111,10 @@ def main() -> None:
         f'{time.time() - start:.0f} s in all. Command: '
         '`python benchmarks/model_zoo.py --weight-bits '
         f'{args.weight_bits}`.\n\n' + SATURATION_PARAGRAPH)
+    # keep the other codebases' tables (benchmarks/codebase_zoo.py)
+    old = open(args.out).read() if os.path.exists(args.out) else ''
+    if '<!-- zoo:' in old:
+        text += '\n' + old[old.index('<!-- zoo:'):]
     with atomic_outputs([args.out]) as (tmp, ):
         with open(tmp, 'w') as f:
             f.write(text)

@@ -61,6 +61,8 @@ import torch
 from mmengine.config import Config
 from mmengine.registry import init_default_scope
 
+from mmrazor_quant.utils.batch_norms import trained_like_batch_norms
+
 REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
 PTQ = 'configs/quantization/ptq'
 #: name -> (title, PTQ config, input (C, H, W), batch sizes, transformer)
@@ -185,29 +187,6 @@ def build_fp32(cfg: Config, bn: str = 'trained') -> torch.nn.Module:
         if bn == 'trained':
             trained_like_batch_norms(arch)
     return arch
-
-
-def trained_like_batch_norms(arch: torch.nn.Module, seed: int = 1) -> None:
-    """Draw every BN's statistics and affine parameters as training leaves
-    them (seeded), for a backbone with random weights.
-
-    As initialised, every BN has mean 0, variance 1 and shift 0 (mmcls's
-    ResNet also scale 0 in each block's last BN), so folding gives all-zero
-    biases (and all-zero residual convs), which no trained network has.
-    OpenVINO's CPU plugin drops a zero bias and then compiles a conv that
-    feeds a residual sum with other post-ops, so the latencies would be
-    those of a model nobody deploys.
-    """
-    gen = torch.Generator().manual_seed(seed)
-    for bn in arch.modules():
-        if not isinstance(bn, torch.nn.modules.batchnorm._BatchNorm):
-            continue
-        size = (bn.num_features, )
-        with torch.no_grad():
-            bn.weight.copy_(0.5 + 0.5 * torch.rand(size, generator=gen))
-            bn.bias.copy_(0.1 * torch.randn(size, generator=gen))
-            bn.running_mean.copy_(0.1 * torch.randn(size, generator=gen))
-            bn.running_var.copy_(0.5 + torch.rand(size, generator=gen))
 
 
 def quick_train(arch: torch.nn.Module, cfg: Config,

@@ -50,12 +50,19 @@ def test_dataset_without_keypoints(digits_root, tmp_path):
     os.remove(path)
 
 
-def test_flip_test_cannot_be_traced():
+def test_flip_test_needs_data_samples(digits_batch):
+    from mmrazor_quant.models.fake_quants.utils import disable_observer
     arch = simplebaseline_cfg()
     arch.test_cfg.flip_test = True
-    with pytest.raises(Exception, match='model.test_cfg.flip_test=False'):
-        with DefaultScope.overwrite_default_scope('mmpose'):
-            MODELS.build(quant_cfg(arch))
+    with DefaultScope.overwrite_default_scope('mmpose'):
+        model = MODELS.build(quant_cfg(arch)).eval()
+    inputs = digits_batch['inputs'][:2]
+    with torch.no_grad():
+        model(inputs, mode='tensor')
+    disable_observer(model)
+    with pytest.raises(ValueError, match='flip_indices for '
+                       r'model.test_cfg.flip_test=True'):
+        model(inputs, None, mode='predict')
 
 
 def test_deploy_head_needs_a_codec(calibrated):

@@ -70,3 +70,44 @@ def test_training_step_on_dummy_samples(qmodel, digits_batch):
     assert torch.isfinite(last.weight.grad).all()
     assert last.weight.grad.abs().sum() > 0
     assert 0 <= float(losses['acc_pose']) <= 1
+
+
+def test_flip_test_combines_the_mirrored_half_outside_the_graph(
+        digits_batch):
+    """The configs' ``test_cfg.flip_test=True``: one predict graph runs the
+    inputs and their mirror images as one batch through the fake quants
+    the tensor mode calibrated; mmpose's head flips the second half back
+    (with the dataset's flip_indices) and averages, outside the graph."""
+    from mmpose.models.utils.tta import flip_heatmaps
+
+    from mmrazor_quant.models.codebases.mmpose_rewrites import (
+        with_mirror_images,
+    )
+    from mmrazor_quant.models.fake_quants.utils import disable_observer
+    from .conftest import quant_cfg, simplebaseline_cfg
+    arch = simplebaseline_cfg()
+    arch.test_cfg.flip_test = True
+    arch.test_cfg.output_heatmaps = True
+    torch.manual_seed(0)
+    model = MODELS.build(quant_cfg(arch)).eval()
+    inputs = digits_batch['inputs'][:4]
+    samples = digits_batch['data_samples'][:4]
+    with torch.no_grad():
+        model(digits_batch['inputs'], mode='tensor')
+        disable_observer(model)
+        # the tensor graph on the inputs and their mirror images, one batch
+        both = model(torch.cat([inputs, inputs.flip(-1)]), mode='tensor')
+        preds = model(inputs, copy.deepcopy(samples), mode='predict')
+    assert torch.equal(with_mirror_images(inputs),
+                       torch.cat([inputs, inputs.flip(-1)]))
+    plain, mirrored = both.chunk(2)
+    flip_indices = samples[0].metainfo['flip_indices']
+    assert flip_indices == [0, 1, 3, 2, 4]
+    # left and right swapped back, then the mean
+    shift = model.architecture.test_cfg.get('shift_heatmap', False)
+    assert shift  # the config's: the mirrored heatmap moved by a pixel
+    combined = (plain + flip_heatmaps(mirrored, flip_indices=flip_indices,
+                                      shift_heatmap=shift)) / 2
+    assert float((combined - plain).abs().max()) > 1e-3
+    got = torch.stack([s.pred_fields.heatmaps for s in preds])
+    torch.testing.assert_close(got, combined, atol=1e-6, rtol=0)

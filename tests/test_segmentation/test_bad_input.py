@@ -48,3 +48,13 @@ def test_dataset_without_masks_is_an_error(tmp_path):
 def test_unknown_split_names_the_argument(tmp_path):
     with pytest.raises(ValueError, match="split must be 'train' or 'val'"):
         DigitCanvasSegDataset(data_root=str(tmp_path), split='test')
+
+
+def test_tta_wrapper_names_tta_model():
+    """The configs' ``tta_model`` (mmseg's SegTTAModel) merges flipped and
+    rescaled runs in Python: refused before any tracing, naming the key."""
+    cfg = quant_cfg(segformer_cfg(), 'openvino', 32)
+    cfg['architecture'] = dict(type='mmseg.SegTTAModel',
+                               module=cfg['architecture'])
+    with pytest.raises(ValueError, match=r"SegTTAModel.*`tta_model`"):
+        MODELS.build(cfg)

@@ -118,6 +118,8 @@ class MMArchitectureQuant(MMArchitectureQuantAPIMixin, BaseModel):
             if deploy_cfg is not None else None
         if isinstance(architecture, dict):
             architecture = _build_architecture(architecture)
+        for adapter in codebases_of(architecture):
+            adapter.check_architecture(architecture)
         if data_preprocessor is None:
             data_preprocessor = getattr(architecture, 'data_preprocessor',
                                         None)

@@ -5,7 +5,7 @@ from typing import ClassVar, ContextManager, List, Optional, Sequence, Tuple
 import torch
 from torch import nn
 
-__all__ = ['BaseCodebase', 'InputShape']
+__all__ = ['BaseCodebase', 'InputShape', 'overriding_methods', 'static_shape']
 
 #: ``(shape of one sample without the batch dimension, where it came from)``;
 #: the shape is None when nothing fixes it.
@@ -86,6 +86,28 @@ class BaseCodebase:
         return None
 
     # -- tracing -------------------------------------------------------------
+    def check_architecture(self, model: nn.Module) -> None:
+        """Raise if ``model`` is a kind this adapter cannot quantize.
+
+        Refuses a test-time augmentation wrapper (mmengine's
+        ``BaseTTAModel``: ``SegTTAModel``, ``DetTTAModel``, ... built from
+        a config's ``tta_model``): its test mode runs the model on several
+        augmented copies and merges the results in Python, which no graph
+        holds and no backend deploys.
+
+        Raises:
+            ValueError: Naming the config key to use instead.
+        """
+        from mmengine.model import BaseTTAModel
+        if isinstance(model, BaseTTAModel):
+            raise ValueError(
+                f'architecture is a {type(model).__name__}, a test-time '
+                "augmentation wrapper (the config's `tta_model`): its "
+                'test mode merges augmented runs outside any graph and '
+                'cannot be exported; quantize `model` (the wrapped '
+                'model) and run test-time augmentation around the '
+                'deployed model')
+
     def tracer_rewrites(self) -> ContextManager[None]:
         """A context in which the tracer traces this codebase's models:
         methods that cannot be traced as written are swapped for traceable
@@ -171,6 +193,12 @@ class BaseCodebase:
         None when the samples carry none. Defaults to None."""
         return None
 
+    def dataset_metainfo(self, cfg) -> dict:
+        """Metainfo of the config's dataset that the model reads from its
+        data samples at test time (mmpose's ``flip_indices``); set on the
+        dummy data samples of a check. Defaults to none."""
+        return {}
+
     def dummy_data_samples(self, inputs: torch.Tensor,
                            tensor_outputs) -> List:
         """Data samples with valid targets for a training step on
@@ -183,6 +211,52 @@ class BaseCodebase:
         raise NotImplementedError(
             f'{self.name} does not build data samples; give the loss mode '
             'real data samples')
+
+
+def static_shape(x) -> Tuple[int, ...]:
+    """The shape of ``x``; of the trace's example value when ``x`` is a
+    proxy of a tracer that keeps them (``CustomTracer`` with an input
+    shape), read without a node in the graph.
+
+    A rewrite that lays out a graph for the traced input size (flip test's
+    mirror images, sliding windows) reads it here: a second reader of the
+    model input would make the input's fake quant move off the input, to
+    a place no other mode calibrates.
+
+    Raises:
+        TypeError: If ``x`` is a proxy without an example value.
+    """
+    import torch.fx
+    if isinstance(x, torch.fx.Proxy):
+        example = getattr(x.tracer, 'example_value', None)
+        value = example(x.node) if example is not None else None
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(
+                'this graph is laid out for one input size; give the '
+                'quantized model an input_shape (or a test pipeline with '
+                'a fixed size)')
+        return tuple(int(v) for v in value.shape)
+    return tuple(int(v) for v in x.shape)
+
+
+def overriding_methods(base: type, names: Sequence[str]) -> Tuple[str, ...]:
+    """Dotted paths of the methods ``names`` on ``base`` and on every
+    subclass of it (imported so far) that defines its own, for an
+    adapter's :attr:`~BaseCodebase.skipped_methods`: skipping a base
+    class's ``loss_by_feat`` does not skip a head's override of it."""
+    found = []
+    for cls in [base] + _subclasses(base):
+        found += [f'{cls.__module__}.{cls.__qualname__}.{name}'
+                  for name in names if name in cls.__dict__]
+    return tuple(found)
+
+
+def _subclasses(cls: type) -> List[type]:
+    """Every subclass of ``cls`` defined so far, depth first."""
+    found = []
+    for sub in cls.__subclasses__():
+        found += [sub] + _subclasses(sub)
+    return found
 
 
 def in_channels_of(model: nn.Module) -> int:

@@ -1,8 +1,10 @@
 """The adapter of mmdet detectors."""
-from typing import ContextManager
+from typing import Any, ContextManager, List, Tuple
+
+import torch
 
 from mmrazor_quant.registry import CODEBASES
-from .base import BaseCodebase
+from .base import BaseCodebase, overriding_methods
 from .mmdet_rewrites import mmdet_rewrites
 
 __all__ = ['MMDetCodebase']
@@ -26,6 +28,63 @@ class MMDetCodebase(BaseCodebase):
     # mmdet's ResNet/MobileNetV2 blocks carry mmcls's names.
     block_types = ('BasicBlock', 'Bottleneck', 'InvertedResidual')
 
+    @property
+    def skipped_methods(self) -> Tuple[str, ...]:
+        """The dense heads' ``loss_by_feat`` and ``predict_by_feat`` (box
+        assignment, decoding and NMS, which read the data samples), on
+        ``BaseDenseHead`` and every head class that overrides them."""
+        try:
+            from mmdet.models.dense_heads.base_dense_head import BaseDenseHead
+        except ImportError:
+            return ()
+        return overriding_methods(BaseDenseHead,
+                                  ('loss_by_feat', 'predict_by_feat'))
+
+    def check_architecture(self, model: torch.nn.Module) -> None:
+        """Also refuses two-stage detectors (Faster R-CNN, ...).
+
+        Raises:
+            TraceError: For a ``TwoStageDetector``: its RoI head reads the
+                proposals that ``rpn_head.predict_by_feat`` selects by NMS,
+                so no graph of this adapter goes from the image to the RoI
+                head's outputs (mmdeploy exports them with its own NMS and
+                RoIAlign operators).
+        """
+        super().check_architecture(model)
+        from mmdet.models.detectors.two_stage import TwoStageDetector
+        if isinstance(model, TwoStageDetector):
+            from ..task_modules.tracer.trace_error import TraceError
+            raise TraceError(
+                f'{type(model).__name__} (rpn_head: '
+                f'{type(model.rpn_head).__name__}, method predict_by_feat): '
+                'the RoI head runs on the proposals the RPN selects by NMS '
+                'per image; the mmdet adapter traces single-stage detectors '
+                'only (their graphs end at the dense head\'s outputs)')
+
+    def dummy_data_samples(self, inputs: torch.Tensor,
+                           tensor_outputs: Any) -> List:
+        """One ``DetDataSample`` per image with one box of class 0 over its
+        centre quarter (class 0 exists in every head, whatever the layout
+        of its outputs)."""
+        from mmdet.structures import DetDataSample
+        from mmengine.structures import InstanceData
+        h, w = inputs.shape[-2:]
+        samples = []
+        for _ in range(len(inputs)):
+            sample = DetDataSample(metainfo=image_metainfo(h, w))
+            sample.gt_instances = InstanceData(
+                bboxes=torch.tensor([[w / 4, h / 4, 3 * w / 4, 3 * h / 4]]),
+                labels=torch.tensor([0]))
+            samples.append(sample)
+        return samples
+
     def tracer_rewrites(self) -> ContextManager[None]:
         """Swap mmdet's sample-looping methods for traceable ones."""
         return mmdet_rewrites()
+
+
+def image_metainfo(h: int, w: int) -> dict:
+    """The metainfo mmdet's pipeline and ``DetDataPreprocessor`` give an
+    ``h x w`` image that needs no resize or padding."""
+    return dict(img_shape=(h, w), ori_shape=(h, w), pad_shape=(h, w),
+                batch_input_shape=(h, w), scale_factor=(1., 1.))

@@ -22,9 +22,10 @@ class MMPoseCodebase(BaseCodebase):
     mmdeploy. ``predict`` returns ``PoseDataSample``s with
     ``pred_instances.keypoints`` in image coordinates, ``loss`` a dict of
     losses. mmpose's ``forward`` has no default for ``data_samples``: the
-    tracer passes None in every mode. The methods that loop over data
-    samples are rewritten during a trace (:func:`mmpose_rewrites`); the
-    heads' ``decode`` and loss modules are skipped. The input size is the
+    tracer passes None in every mode. The graphs hold the backbone, neck
+    and head ``forward``; the heads' targets, losses, flip-test
+    combination (the configs' ``test_cfg.flip_test=True``) and decoding
+    run outside them (:func:`mmpose_rewrites`). The input size is the
     test pipeline's ``TopdownAffine`` ``input_size``, else the head's codec
     (an RTMPose SimCC head is built for one input size).
     """
@@ -90,14 +91,35 @@ class MMPoseCodebase(BaseCodebase):
             points.append(torch.as_tensor(gt.keypoints[:1]).float())
         return torch.cat(points)
 
+    def dataset_metainfo(self, cfg) -> dict:
+        """``flip_indices`` of the config's test dataset (its class's
+        ``METAINFO``, or the ``metainfo`` the config gives), which flip
+        test reads from the data samples; empty without a dataset."""
+        dataset = (cfg.get('test_dataloader') or {}).get('dataset') or {}
+        if not dataset.get('type'):
+            return {}
+        from mmpose.datasets.datasets.utils import parse_pose_metainfo
+        from mmpose.registry import DATASETS
+        meta = dataset.get('metainfo')
+        if meta is None:
+            cls = DATASETS.get(dataset['type'])
+            meta = getattr(cls, 'METAINFO', None)
+        if not meta:
+            return {}
+        return dict(flip_indices=parse_pose_metainfo(dict(meta))[
+            'flip_indices'])
+
     def dummy_data_samples(self, inputs: torch.Tensor,
                            tensor_outputs) -> List:
         """``PoseDataSample``s with one instance each: ``K`` keypoints
         spread over the input, encoded into the targets of the head's kind
         by mmpose's own codec (SimCC labels for a pair of outputs, MSRA
-        heatmaps for one); ``K`` and the label sizes are read off
-        ``tensor_outputs``."""
-        from mmpose.codecs import MSRAHeatmap, SimCCLabel
+        heatmaps for ``(N, K, h, w)``, regression labels for ``(N, K,
+        2)``); ``K`` and the label sizes are read off ``tensor_outputs``.
+        The metainfo is the test pipeline's for an input that needed no
+        affine transform (``input_center``, ``input_scale``), with
+        identity ``flip_indices`` (see :meth:`dataset_metainfo`)."""
+        from mmpose.codecs import MSRAHeatmap, RegressionLabel, SimCCLabel
         h, w = inputs.shape[-2:]
         if isinstance(tensor_outputs, (tuple, list)):
             pred_x = tensor_outputs[0]
@@ -108,6 +130,10 @@ class MMPoseCodebase(BaseCodebase):
             pred_x = tensor_outputs
             codec = MSRAHeatmap(input_size=(w, h), heatmap_size=tuple(
                 tensor_outputs.shape[:1:-1]), sigma=2.0)
+        elif isinstance(tensor_outputs, torch.Tensor) and \
+                tensor_outputs.dim() == 3:
+            pred_x = tensor_outputs
+            codec = RegressionLabel(input_size=(w, h))
         else:
             raise TypeError(
                 f'{self.name}: tensor outputs of type '
@@ -138,9 +164,17 @@ def _encoded_sample(codec, keypoints: torch.Tensor, input_size: tuple):
     from mmpose.structures import PoseDataSample
     visible = np.ones(keypoints.shape[:2], np.float32)
     encoded = codec.encode(keypoints.numpy(), visible)
-    sample = PoseDataSample(metainfo=dict(input_size=input_size))
-    sample.gt_instances = InstanceData(keypoints=keypoints.numpy(),
-                                       keypoints_visible=visible)
+    w, h = input_size
+    num_keypoints = keypoints.shape[1]
+    sample = PoseDataSample(metainfo=dict(
+        input_size=input_size, input_center=np.array([w / 2, h / 2]),
+        input_scale=np.array([w, h], dtype=np.float32),
+        flip_indices=list(range(num_keypoints))))
+    # the whole input is the person's box, as a top-down pipeline gives it
+    sample.gt_instances = InstanceData(
+        keypoints=keypoints.numpy(), keypoints_visible=visible,
+        bboxes=np.array([[0, 0, w, h]], np.float32),
+        bbox_scores=np.ones(1, np.float32))
     labels = InstanceData()
     for key, value in encoded.items():
         if key == 'heatmaps':

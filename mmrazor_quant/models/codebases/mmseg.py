@@ -1,10 +1,10 @@
 """The adapter of mmseg segmentors."""
-from typing import ContextManager, List
+from typing import ContextManager, List, Tuple
 
 import torch
 
 from mmrazor_quant.registry import CODEBASES
-from .base import BaseCodebase
+from .base import BaseCodebase, overriding_methods
 from .mmseg_rewrites import mmseg_rewrites
 
 __all__ = ['MMSegCodebase']
@@ -30,14 +30,26 @@ class MMSegCodebase(BaseCodebase):
     packages = ('mmseg', )
     task = 'segmentation'
     default_input_hw = (512, 512)
-    skipped_methods = (
-        'mmseg.models.decode_heads.decode_head.BaseDecodeHead.loss_by_feat',
-        'mmseg.models.decode_heads.decode_head.BaseDecodeHead.'
-        'predict_by_feat',
-    )
+    #: The heads' methods that read data samples (kept out of the graphs
+    #: on every head class that defines its own, see
+    #: :attr:`skipped_methods`).
+    head_methods = ('loss_by_feat', 'predict_by_feat')
+
     # mmseg's ResNets use mmseg's blocks; MiT's layers are one unit each.
     block_types = ('BasicBlock', 'Bottleneck', 'InvertedResidual',
                    'TransformerEncoderLayer')
+
+    @property
+    def skipped_methods(self) -> Tuple[str, ...]:
+        """``loss_by_feat`` and ``predict_by_feat`` of ``BaseDecodeHead``
+        and of every head class that overrides them (STDC's detail loss,
+        DDRNet's and PIDNet's multi-output losses stack the ground truths
+        themselves)."""
+        try:
+            from mmseg.models.decode_heads.decode_head import BaseDecodeHead
+        except ImportError:
+            return ()
+        return overriding_methods(BaseDecodeHead, self.head_methods)
 
     def tracer_rewrites(self) -> ContextManager[None]:
         """Swap ``EncoderDecoder``'s sample-looping methods for traceable
@@ -64,3 +76,4 @@ class MMSegCodebase(BaseCodebase):
             sample.gt_sem_seg = PixelData(data=label.clone())
             samples.append(sample)
         return samples
+

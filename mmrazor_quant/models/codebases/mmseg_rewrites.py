@@ -17,6 +17,16 @@ sizes (1, 2, 3, 6) that need not divide the feature map (Fast-SCNN's is
 bin with a slice and a mean instead (:func:`adaptive_avg_pool_by_bins`),
 the same numbers in ops every runtime has.
 
+``test_cfg.mode='slide'`` (UNet's configs) is traced for the traced input
+size: the windows are fixed by the image size, as every shape of the graph
+is, so the loop unrolls (:func:`slide_logits`). A cascade
+(``CascadeEncoderDecoder``: OCRNet) runs its heads in turn, each given the
+previous one's output, in ``predict`` and ``loss``.
+
+BiSeNetV2's ``BGALayer`` average-pools with a zero padding that the
+average counts; OpenVINO's int8 pool does not count it, so its trace pads
+explicitly first (:func:`avg_pool_with_explicit_pads`).
+
 SegFormer's ``EfficientMultiheadAttention`` calls torch's
 ``nn.MultiheadAttention``, a ``torch.nn`` module the tracer keeps whole
 (and so in float). Its trace writes the attention out
@@ -33,6 +43,8 @@ import torch
 import torch.fx
 import torch.nn.functional as F
 from torch import Tensor
+
+from .base import static_shape
 
 __all__ = [
     'mmseg_rewrites', 'adaptive_avg_pool_by_bins', 'written_out_attention'
@@ -63,16 +75,16 @@ def checked_seg_samples(data_samples: List[Any],
     return data_samples
 
 
-def seg_img_metas(inputs: Tensor,
+def seg_img_metas(shape: Tuple[int, ...],
                   data_samples: Optional[List[Any]]) -> List[dict]:
     """The ``metainfo`` of each sample; without samples, those
-    ``EncoderDecoder.predict`` makes from the batch's size."""
+    ``EncoderDecoder.predict`` makes from the batch's ``shape``."""
     if data_samples is not None:
         checked_seg_samples(data_samples, need_gt=False)
         return [sample.metainfo for sample in data_samples]
-    hw = inputs.shape[2:]
+    hw = torch.Size(shape[2:])
     return [dict(ori_shape=hw, img_shape=hw, pad_shape=hw,
-                 padding_size=[0, 0, 0, 0])] * inputs.shape[0]
+                 padding_size=[0, 0, 0, 0])] * shape[0]
 
 
 def seg_predictions(seg_logits: Tensor, data_samples: Optional[List[Any]],
@@ -188,55 +200,243 @@ def _efficient_attention_forward(self, x: Tensor, hw_shape,
     return identity + self.dropout_layer(self.proj_drop(out))
 
 
+def avg_pool_with_explicit_pads(pool: torch.nn.AvgPool2d,
+                                x: Tensor) -> Tensor:
+    """``pool(x)`` with its zero padding as a ``Pad`` of its own.
+
+    An average pool that counts its padding (``count_include_pad=True``,
+    torch's default) exports as one ``AveragePool`` with
+    ``count_include_pad=1``; OpenVINO's CPU plugin averages such an int8
+    pool over the valid pixels only, so every window at the border comes
+    out up to 9/4 too large (BiSeNetV2's ``detail_down`` at 2 x 2: three
+    windows of four, 84 steps off, the logits at -1.4 dB). Zeros padded
+    first and a pool without padding are the same numbers in torch, and
+    every runtime computes them alike.
+    """
+    pad = pool.padding
+    ph, pw = (pad, pad) if isinstance(pad, int) else pad
+    if not (ph or pw) or not pool.count_include_pad:
+        return pool(x)
+    return F.avg_pool2d(F.pad(x, (pw, pw, ph, ph)), pool.kernel_size,
+                        pool.stride, 0, pool.ceil_mode, True,
+                        pool.divisor_override)
+
+
+def _sequential_explicit_pads(sequential: torch.nn.Sequential,
+                              x: Tensor) -> Tensor:
+    for module in sequential:
+        x = avg_pool_with_explicit_pads(module, x) if isinstance(
+            module, torch.nn.AvgPool2d) else module(x)
+    return x
+
+
+def _bga_forward(self, x_d: Tensor, x_s: Tensor) -> Tensor:
+    # mmseg's BGALayer.forward, its detail_down pool padded explicitly
+    from mmseg.models.utils import resize
+    detail_dwconv = self.detail_dwconv(x_d)
+    detail_down = _sequential_explicit_pads(self.detail_down, x_d)
+    semantic_conv = self.semantic_conv(x_s)
+    semantic_dwconv = self.semantic_dwconv(x_s)
+    semantic_conv = resize(input=semantic_conv, size=detail_dwconv.shape[2:],
+                           mode='bilinear', align_corners=self.align_corners)
+    fuse_1 = detail_dwconv * torch.sigmoid(semantic_conv)
+    fuse_2 = detail_down * torch.sigmoid(semantic_dwconv)
+    fuse_2 = resize(input=fuse_2, size=fuse_1.shape[2:], mode='bilinear',
+                    align_corners=self.align_corners)
+    return self.conv(fuse_1 + fuse_2)
+
+
+def _unet_check_input_divisible(self, x: Tensor) -> None:
+    # mmseg's check, on the traced size read without a node in the graph
+    # (a shape read of the input would be a second reader of the tensor
+    # that the first conv quantizes, moving its fake quant off the input)
+    _ORIGINAL[('UNet', '_check_input_divisible')](
+        self, torch.empty(static_shape(x), device='meta'))
+
+
+_ORIGINAL = {}
+
+
 # Record calls of these as graph nodes instead of tracing into them.
 torch.fx.wrap('checked_seg_samples')
 torch.fx.wrap('seg_img_metas')
 torch.fx.wrap('seg_predictions')
 torch.fx.wrap('prefixed_losses')
+torch.fx.wrap('merged_windows')
+
+
+def _decoded(segmentor, x) -> Tuple[Any, Any]:
+    """``(the last decode head's input, that head)``: the features, or for
+    a cascade (``CascadeEncoderDecoder``: OCRNet) the features and the
+    previous stages' output. The heads' ``forward`` is called as mmseg's
+    cascade calls it (not through the module), so the graph's tensors are
+    named as in the tensor mode's graph and share its fake quants."""
+    heads = segmentor.decode_head
+    if not isinstance(heads, torch.nn.ModuleList):
+        return (x, ), heads
+    out = heads[0].forward(x)
+    for head in list(heads)[1:-1]:
+        out = head.forward(x, out)
+    return (x, out), heads[-1]
+
+
+def _window_logits(segmentor, crop: Tensor) -> Tensor:
+    """Logits of one sliding window, resized to it (``encode_decode``)."""
+    from mmseg.models.utils import resize
+    args, head = _decoded(segmentor, segmentor.extract_feat(crop))
+    return resize(head(*args), size=static_shape(crop)[2:],
+                  mode='bilinear', align_corners=segmentor.align_corners)
+
+
+def _windows(segmentor, h_img: int, w_img: int) -> List[Tuple[int, ...]]:
+    """``(y1, y2, x1, x2)`` of mmseg's ``slide_inference`` windows."""
+    h_stride, w_stride = segmentor.test_cfg.stride
+    h_crop, w_crop = segmentor.test_cfg.crop_size
+    h_grids = max(h_img - h_crop + h_stride - 1, 0) // h_stride + 1
+    w_grids = max(w_img - w_crop + w_stride - 1, 0) // w_stride + 1
+    boxes = []
+    for h_idx in range(h_grids):
+        for w_idx in range(w_grids):
+            y2 = min(h_idx * h_stride + h_crop, h_img)
+            x2 = min(w_idx * w_stride + w_crop, w_img)
+            boxes.append((max(y2 - h_crop, 0), y2, max(x2 - w_crop, 0), x2))
+    return boxes
+
+
+def window_batch(inputs: Tensor, boxes: List[Tuple[int, ...]]) -> Tensor:
+    """The windows ``boxes`` of ``inputs`` ``(N, C, H, W)`` as one batch
+    ``(K * N, C, h, w)`` (window-major), cut with indexing and reshapes
+    only, which the quantizers treat as moving values: every window stays
+    on the grid of the input's fake quant, the one the tensor mode
+    calibrates (a slice per window would get a fake quant of its own)."""
+    rows = torch.stack([torch.arange(y1, y2) for y1, y2, _, _ in boxes])
+    cols = torch.stack([torch.arange(x1, x2) for _, _, x1, x2 in boxes])
+    index = torch.arange(len(boxes))[:, None, None]
+    stack = inputs.unsqueeze(0).expand(len(boxes), -1, -1, -1, -1)
+    # advanced indices apart: their broadcast (K, h, w) comes first
+    picked = stack[index, :, :, rows[:, :, None], cols[:, None, :]]
+    return picked.permute(0, 3, 4, 1, 2).flatten(0, 1)
+
+
+def merged_windows(logits: Tensor, boxes: List[Tuple[int, ...]],
+                   size: Tuple[int, int]) -> Tensor:
+    """mmseg's ``slide_inference`` merge: each window's logits (batch
+    window-major, as :func:`window_batch` cut them) padded to its place,
+    summed and divided by how many windows cover each pixel."""
+    h_img, w_img = size
+    per_window = logits.reshape(len(boxes), -1, *logits.shape[1:])
+    preds = logits.new_zeros((per_window.shape[1], logits.shape[1], h_img,
+                              w_img))
+    count = logits.new_zeros((1, 1, h_img, w_img))
+    for (y1, y2, x1, x2), window in zip(boxes, per_window):
+        preds = preds + F.pad(window, (x1, w_img - x2, y1, h_img - y2))
+        count[:, :, y1:y2, x1:x2] += 1
+    return preds / count
+
+
+def slide_logits(segmentor, inputs: Tensor) -> Tensor:
+    """mmseg's ``slide_inference`` for the traced input size: the windows
+    of ``test_cfg.crop_size`` every ``test_cfg.stride`` are fixed by the
+    image size (as every shape of the graph is); the graph runs them as
+    one batch through the model, and the merge runs outside it."""
+    h_img, w_img = static_shape(inputs)[-2:]
+    boxes = _windows(segmentor, h_img, w_img)
+    logits = _window_logits(segmentor, window_batch(inputs, boxes))
+    return merged_windows(logits, boxes, (h_img, w_img))
 
 
 def _segmentor_predict(self, inputs: Tensor, data_samples=None):
-    if self.test_cfg.get('mode', 'whole') != 'whole':
+    mode = self.test_cfg.get('mode', 'whole')
+    if mode not in ('whole', 'slide'):
         raise ValueError(
-            f'{type(self).__name__}: test_cfg.mode='
-            f"{self.test_cfg.get('mode')!r} cannot be traced (its sliding "
-            "windows depend on the image); use test_cfg.mode='whole'")
-    batch_img_metas = seg_img_metas(inputs, data_samples)
-    x = self.extract_feat(inputs)
-    seg_logits = self.decode_head.predict(x, batch_img_metas, self.test_cfg)
+            f'{type(self).__name__}: test_cfg.mode={mode!r} is neither '
+            "'whole' nor 'slide'")
+    # the shape read without a node (a second reader of the input would
+    # move its fake quant off it)
+    batch_img_metas = seg_img_metas(static_shape(inputs), data_samples)
+    if mode == 'slide':
+        seg_logits = slide_logits(self, inputs)
+    else:
+        args, head = _decoded(self, self.extract_feat(inputs))
+        seg_logits = head.predict(*args, batch_img_metas, self.test_cfg)
     return seg_predictions(seg_logits, data_samples, self.align_corners,
-                           getattr(self.decode_head, 'threshold', None))
+                           getattr(_decoded_head(self), 'threshold', None))
 
 
-def _heads(segmentor) -> List[Tuple[str, Any]]:
-    """``(loss prefix, head)`` in ``EncoderDecoder.loss``'s order."""
-    heads = [('decode', segmentor.decode_head)]
+def _decoded_head(segmentor):
+    heads = segmentor.decode_head
+    return heads[-1] if isinstance(heads, torch.nn.ModuleList) else heads
+
+
+def _head_losses(segmentor, x, data_samples) -> Dict[str, Any]:
+    """``{prefix: losses}`` in ``EncoderDecoder.loss``'s order and names
+    (``decode``, ``aux``/``aux_i``; a cascade's ``decode_i``)."""
+    heads = segmentor.decode_head
+    losses = {}
+    if isinstance(heads, torch.nn.ModuleList):
+        # each stage's forward once (mmseg's loss runs the first twice,
+        # which would give the graph a second, uncalibrated set of fake
+        # quants), each stage's loss on it
+        out = heads[0].forward(x)
+        losses['decode_0'] = heads[0].loss_by_feat(out, data_samples)
+        for i in range(1, len(heads)):
+            out = heads[i].forward(x, out)
+            losses[f'decode_{i}'] = heads[i].loss_by_feat(out, data_samples)
+    else:
+        losses['decode'] = heads.loss(x, data_samples, segmentor.train_cfg)
     aux = getattr(segmentor, 'auxiliary_head', None)
     if isinstance(aux, torch.nn.ModuleList):
-        heads += [(f'aux_{i}', head) for i, head in enumerate(aux)]
+        for i, head in enumerate(aux):
+            losses[f'aux_{i}'] = head.loss(x, data_samples,
+                                           segmentor.train_cfg)
     elif aux is not None:
-        heads.append(('aux', aux))
-    return heads
+        losses['aux'] = aux.loss(x, data_samples, segmentor.train_cfg)
+    return losses
+
+
+@contextlib.contextmanager
+def training_branches(model: torch.nn.Module) -> Iterator[None]:
+    """Trace the branches a model takes in training (DDRNet's and PIDNet's
+    backbones and heads return their auxiliary outputs only then): the
+    ``training`` flag of every module set meanwhile, except normalisation
+    and dropout, which stay graph leaves that follow the run-time mode
+    (and whose statistics the trace's example values must not move)."""
+    from torch.nn.modules.batchnorm import _BatchNorm
+    from torch.nn.modules.dropout import _DropoutNd
+    saved = [(m, m.training) for m in model.modules()
+             if not isinstance(m, (_BatchNorm, _DropoutNd))]
+    try:
+        for module, _ in saved:
+            module.training = True
+        yield
+    finally:
+        for module, mode in saved:
+            module.training = mode
 
 
 def _segmentor_loss(self, inputs: Tensor, data_samples) -> dict:
     data_samples = checked_seg_samples(data_samples)
-    x = self.extract_feat(inputs)
-    losses = {prefix: head.loss(x, data_samples, self.train_cfg)
-              for prefix, head in _heads(self)}
-    return prefixed_losses(losses)
+    with training_branches(self):
+        x = self.extract_feat(inputs)
+        return prefixed_losses(_head_losses(self, x, data_samples))
 
 
 def _rewrites() -> List[Tuple[type, str, Any]]:
     try:
+        from mmseg.models.backbones.bisenetv2 import BGALayer
         from mmseg.models.backbones.mit import EfficientMultiheadAttention
+        from mmseg.models.backbones.unet import UNet
         from mmseg.models.decode_heads.psp_head import PPM
         from mmseg.models.segmentors import EncoderDecoder
     except ImportError:  # no mmseg: nothing to rewrite
         return []
+    _ORIGINAL.setdefault(('UNet', '_check_input_divisible'),
+                         UNet.__dict__['_check_input_divisible'])
     return [(EncoderDecoder, 'predict', _segmentor_predict),
             (EncoderDecoder, 'loss', _segmentor_loss),
             (PPM, 'forward', _ppm_forward),
+            (BGALayer, 'forward', _bga_forward),
+            (UNet, '_check_input_divisible', _unet_check_input_divisible),
             (EfficientMultiheadAttention, 'forward',
              _efficient_attention_forward)]
 

@@ -4,13 +4,11 @@ from typing import Any, ContextManager, List, Tuple
 import torch
 
 from mmrazor_quant.registry import CODEBASES
-from .mmdet import MMDetCodebase
+from .mmdet import MMDetCodebase, image_metainfo
 from .mmdet_rewrites import traceable_head_loss
 from .swapped_methods import swapped_methods
 
 __all__ = ['MMYOLOCodebase']
-
-_HEADS = 'mmyolo.models.dense_heads.'
 
 
 @CODEBASES.register_module()
@@ -26,20 +24,18 @@ class MMYOLOCodebase(MMDetCodebase):
     like mmdet's, from a list of ``DetDataSample``, so the configs use
     mmdet's ``DetDataPreprocessor``; mmyolo's packed dict is refused with a
     message naming ``model.data_preprocessor``. The heads' decoding and
-    losses stay out of the graphs by default. Samples carry mmdet's
+    losses stay out of the graphs by default (mmdet's adapter skips
+    ``loss_by_feat`` and ``predict_by_feat`` of every dense head, mmyolo's
+    included). Samples carry mmdet's
     metainfo plus ``batch_input_shape`` and ``pad_shape``, which the heads
     read.
     """
     packages = ('mmyolo', )
-    skipped_methods = (
-        _HEADS + 'yolov5_head.YOLOv5Head.predict_by_feat',
-        _HEADS + 'yolov5_head.YOLOv5Head.loss_by_feat',
-        _HEADS + 'rtmdet_head.RTMDetHead.loss_by_feat',
-    )
     block_types = ('CSPLayer', 'CSPLayerWithTwoConv', 'DarknetBottleneck')
 
     def tracer_rewrites(self) -> ContextManager[None]:
-        """Trace ``YOLOv5Head.loss`` (and its subclasses') as mmdet's."""
+        """Trace ``YOLOv5Head.loss`` (and its subclasses') as mmdet's, and
+        ``RepVGGBlock`` (PPYOLOE+) asking whether it has an ``alpha``."""
         return swapped_methods(_rewrites())
 
     def dummy_data_samples(self, inputs: torch.Tensor,
@@ -62,13 +58,22 @@ class MMYOLOCodebase(MMDetCodebase):
         return samples
 
 
-def image_metainfo(h: int, w: int) -> dict:
-    """The metainfo mmdet's pipeline and ``DetDataPreprocessor`` give an
-    ``h x w`` image that needs no resize or padding."""
-    return dict(img_shape=(h, w), ori_shape=(h, w), pad_shape=(h, w),
-                batch_input_shape=(h, w), scale_factor=(1., 1.))
+def _repvgg_forward(self, inputs: torch.Tensor) -> torch.Tensor:
+    # mmyolo's RepVGGBlock.forward (training-time branches), asking whether
+    # the block has an alpha instead of the truth of the alpha parameter
+    # (PPYOLOE+'s use_alpha), which a trace cannot answer.
+    if hasattr(self, 'rbr_reparam'):
+        return self.nonlinearity(self.se(self.rbr_reparam(inputs)))
+    out = self.rbr_dense(inputs)
+    branch = self.rbr_1x1(inputs)
+    out = out + (branch if self.alpha is None else self.alpha * branch)
+    if self.rbr_identity is not None:
+        out = out + self.rbr_identity(inputs)
+    return self.nonlinearity(self.se(out))
 
 
 def _rewrites() -> List[Tuple[type, str, Any]]:
     from mmyolo.models.dense_heads import YOLOv5Head
-    return [(YOLOv5Head, 'loss', traceable_head_loss)]
+    from mmyolo.models.layers.yolo_bricks import RepVGGBlock
+    return [(YOLOv5Head, 'loss', traceable_head_loss),
+            (RepVGGBlock, 'forward', _repvgg_forward)]

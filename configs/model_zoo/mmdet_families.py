@@ -1,0 +1,29 @@
+"""The mmdet families of the model zoo test beyond RetinaNet and YOLOX
+(tested with the tuned digit detectors): mmdet's own COCO configs
+(``mmdet::``), the smallest backbone each ships, at a small input (random
+weights: the zoo checks capture, QAT and deploy parity, not accuracy)."""
+_C = 'mmdet::'
+# yapf: disable
+families = dict(
+    fcos=dict(config=_C + 'fcos/fcos_r18_fpn_gn-head-center-normbbox-'
+              'centeronreg-giou_8xb8-amp-lsj-200e_coco.py', hw=(64, 64)),
+    atss=dict(config=_C + 'atss/atss_r18_fpn_8xb8-amp-lsj-200e_coco.py',
+              hw=(64, 64)),
+    gfl=dict(config=_C + 'gfl/gfl_r50_fpn_1x_coco.py', hw=(64, 64)),
+    tood=dict(config=_C + 'tood/tood_r50_fpn_1x_coco.py', hw=(64, 64)),
+    centernet=dict(config=_C + 'centernet/'
+                   'centernet-update_r18_fpn_8xb8-amp-lsj-200e_coco.py',
+                   hw=(64, 64)),
+    rtmdet=dict(config=_C + 'rtmdet/rtmdet_tiny_8xb32-300e_coco.py',
+                hw=(64, 64)),
+    paa=dict(config=_C + 'paa/paa_r50_fpn_1x_coco.py', hw=(64, 64)),
+    vfnet=dict(config=_C + 'vfnet/vfnet_r50_fpn_1x_coco.py', hw=(64, 64)),
+    yolov3=dict(config=_C + 'yolo/yolov3_mobilenetv2_8xb24-320-300e_coco.py',
+                hw=(64, 64)),
+    ssdlite=dict(config=_C + 'ssd/'
+                 'ssdlite_mobilenetv2-scratch_8xb24-600e_coco.py',
+                 hw=(64, 64)),
+    detr=dict(config=_C + 'detr/detr_r18_8xb2-500e_coco.py', hw=(64, 64)),
+    faster_rcnn=dict(config=_C + 'faster_rcnn/faster-rcnn_r50_fpn_1x_coco.py',
+                     hw=(64, 64)),
+)

@@ -1,0 +1,53 @@
+"""The mmseg families of the model zoo test.
+
+Each entry: mmseg's own config (``mmseg::``, with its ``test_cfg``: whole
+or slide inference) and the ``(H, W)`` input it is checked at (small: the
+zoo checks capture, QAT and deploy parity of random-weight models, not
+accuracy). The smallest shipped backbone of each family.
+"""
+_C = 'mmseg::'
+# yapf: disable
+families = dict(
+    fcn=dict(config=_C + 'fcn/fcn_r18-d8_4xb2-80k_cityscapes-512x1024.py',
+             hw=(64, 64)),
+    pspnet=dict(config=_C + 'pspnet/'
+                'pspnet_r18-d8_4xb2-80k_cityscapes-512x1024.py', hw=(64, 64)),
+    deeplabv3=dict(config=_C + 'deeplabv3/'
+                   'deeplabv3_r18-d8_4xb2-80k_cityscapes-512x1024.py',
+                   hw=(64, 64)),
+    deeplabv3plus=dict(config=_C + 'deeplabv3plus/'
+                       'deeplabv3plus_r18-d8_4xb2-80k_cityscapes-512x1024.py',
+                       hw=(64, 64)),
+    upernet=dict(config=_C + 'upernet/upernet_r18_4xb4-80k_ade20k-512x512.py',
+                 hw=(64, 64)),
+    ocrnet=dict(config=_C + 'ocrnet/ocrnet_hr18s_4xb4-80k_ade20k-512x512.py',
+                hw=(64, 64)),
+    bisenetv1=dict(config=_C + 'bisenetv1/'
+                   'bisenetv1_r18-d32_4xb4-160k_cityscapes-1024x1024.py',
+                   hw=(64, 64)),
+    bisenetv2=dict(config=_C + 'bisenetv2/'
+                   'bisenetv2_fcn_4xb4-160k_cityscapes-1024x1024.py',
+                   hw=(64, 64)),
+    stdc=dict(config=_C + 'stdc/stdc1_4xb12-80k_cityscapes-512x1024.py',
+              hw=(64, 64)),
+    ddrnet=dict(config=_C + 'ddrnet/'
+                'ddrnet_23-slim_in1k-pre_2xb6-120k_cityscapes-1024x1024.py',
+                hw=(128, 128)),
+    pidnet=dict(config=_C + 'pidnet/pidnet-s_2xb6-120k_1024x1024-cityscapes.py',
+                hw=(128, 128)),
+    cgnet=dict(config=_C + 'cgnet/cgnet_fcn_4xb4-60k_cityscapes-680x680.py',
+               hw=(64, 64)),
+    erfnet=dict(config=_C + 'erfnet/erfnet_fcn_4xb4-160k_cityscapes-512x1024.py',
+                hw=(64, 64)),
+    lraspp=dict(config=_C + 'mobilenet_v3/'
+                'mobilenet-v3-d8-s_lraspp_4xb4-320k_cityscapes-512x1024.py',
+                hw=(64, 64)),
+    unet=dict(config=_C + 'unet/unet-s5-d16_deeplabv3_4xb4-40k_drive-64x64.py',
+              hw=(64, 64)),
+    segnext=dict(config=_C + 'segnext/'
+                 'segnext_mscan-t_1xb16-adamw-160k_ade20k-512x512.py',
+                 hw=(64, 64)),
+    segformer=dict(config=_C + 'segformer/'
+                   'segformer_mit-b0_8xb2-160k_ade20k-512x512.py',
+                   hw=(64, 64)),
+)

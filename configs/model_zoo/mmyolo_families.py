@@ -1,0 +1,22 @@
+"""The mmyolo families of the model zoo test: every detector family mmyolo
+ships, its smallest COCO config (``mmyolo::``), checked at a small input
+(random weights: the zoo checks capture, QAT and deploy parity, not
+accuracy)."""
+_C = 'mmyolo::'
+# yapf: disable
+families = dict(
+    yolov5=dict(config=_C + 'yolov5/yolov5_n-v61_syncbn_fast_8xb16-300e_coco.py',
+                hw=(64, 64)),
+    yolov6=dict(config=_C + 'yolov6/yolov6_n_syncbn_fast_8xb32-300e_coco.py',
+                hw=(64, 64)),
+    yolov7=dict(config=_C + 'yolov7/yolov7_tiny_syncbn_fast_8x16b-300e_coco.py',
+                hw=(64, 64)),
+    yolov8=dict(config=_C + 'yolov8/yolov8_n_syncbn_fast_8xb16-500e_coco.py',
+                hw=(64, 64)),
+    yolox=dict(config=_C + 'yolox/yolox_nano_fast_8xb8-300e_coco.py',
+               hw=(64, 64)),
+    ppyoloe=dict(config=_C + 'ppyoloe/ppyoloe_plus_s_fast_8xb8-80e_coco.py',
+                 hw=(64, 64)),
+    rtmdet=dict(config=_C + 'rtmdet/rtmdet_tiny_syncbn_fast_8xb32-300e_coco.py',
+                hw=(64, 64)),
+)

@@ -1,0 +1,69 @@
+"""The mmseg, mmpose, mmyolo and mmdet model zoos: each family's config as
+the codebase ships it (only SyncBN -> BN and pretrained weights removed),
+random weights with BN statistics drawn as training leaves them, every
+mode traced with MMRazor's OpenVINO W8A8 scheme and the adapter's
+rewrites (no hand-written skips), calibrated, predict and one training
+step on the adapter's data samples, exported, and the export run in
+OpenVINO and onnxruntime against the simulation.
+
+By default one or two families per codebase run (``DEFAULT``, chosen to
+cover each adapter's rewrites at the lowest cost);
+``MMRAZOR_QUANT_ZOO_CODEBASES=all`` runs every family of
+``configs/model_zoo/<codebase>_families.py``, and
+``MMRAZOR_QUANT_ZOO_CODEBASES=mmseg:unet,mmpose:hrnet`` picks some
+(docs/model_zoo.md, docs/testing.md).
+"""
+import math
+import os
+
+import pytest
+from mmengine.config import Config
+
+from mmrazor_quant.analysis.zoo_check import check_zoo_config
+from ..int8_host import int8_weight_bits
+
+CODEBASES = ('mmpose', 'mmseg', 'mmyolo', 'mmdet')
+DEFAULT = {
+    'mmpose': ('mobilenetv2', ),  # flip test outside the graph
+    'mmseg': ('stdc', ),  # a loss-only auxiliary head, own loss_by_feat
+    'mmyolo': (),
+    'mmdet': (),
+}
+#: Lowest SQNR a family's export may have in a runtime, unless its entry
+#: says otherwise with the op that departs (docs/model_zoo.md).
+MIN_SQNR_DB = 30.
+
+
+def _families(codebase: str) -> dict:
+    path = f'configs/model_zoo/{codebase}_families.py'
+    return Config.fromfile(path).families if os.path.exists(path) else {}
+
+
+def _params():
+    picked = os.environ.get('MMRAZOR_QUANT_ZOO_CODEBASES', '')
+    for codebase in CODEBASES:
+        for name in sorted(_families(codebase)):
+            chosen = (picked == 'all' or f'{codebase}:{name}'
+                      in picked.split(',')
+                      or (not picked and name in DEFAULT[codebase]))
+            marks = () if chosen else pytest.mark.skip(
+                reason='MMRAZOR_QUANT_ZOO_CODEBASES=all runs it')
+            yield pytest.param(codebase, name, marks=marks,
+                               id=f'{codebase}-{name}')
+
+
+@pytest.mark.parametrize('codebase,name', list(_params()))
+def test_family_traces_trains_and_deploys(codebase, name):
+    pytest.importorskip(codebase)
+    family = _families(codebase)[name]
+    report = check_zoo_config(family['config'], tuple(family['hw']),
+                              weight_bits=int8_weight_bits())
+    print(name, report.to_dict())
+    assert report.passed, (report.failed_stage, report.stages)
+    assert report.num_fake_quants > 0
+    # every activation fake quant of the tensor graph became a Q/DQ pair
+    assert report.num_q == report.num_dq > 0
+    assert math.isfinite(report.qat_loss) and report.qat_grad_norm > 0
+    floor = family.get('min_sqnr_db', MIN_SQNR_DB)
+    for runtime in ('openvino', 'onnxruntime'):
+        assert report.sqnr_db[runtime] >= floor, report.parity[runtime]
