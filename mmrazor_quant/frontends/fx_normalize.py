@@ -11,10 +11,16 @@ classify ops by torch module class and function (see
   constant operand a Python float: a scalar is not a second tensor to
   quantize;
 * a ``MatMul`` of two activations becomes ``torch.matmul`` (attention);
-* ``ReduceMean`` over the spatial axes becomes ``nn.AdaptiveAvgPool2d``,
+* ``x * clip(x + 3, 0, 6) / 6`` becomes ``nn.Hardswish``, ``Sigmoid``
+  ``torch.sigmoid`` (so ``x * sigmoid(x)`` is seen as Swish), a
+  ``Softmax`` over the last axis ``nn.Softmax``;
+* ``ReduceMean`` over the spatial axes and ``GlobalAveragePool`` become
+  ``nn.AdaptiveAvgPool2d``,
   other means ``Tensor.mean`` (both pooling); ``HardSigmoid`` becomes
   ``nn.Hardsigmoid``; ``Transpose`` ``torch.permute``; ``Concat``
   ``torch.cat``;
+* ``x * 1`` and ``x + 0`` are dropped, a scalar scale or shift right after
+  a conv or linear layer is folded into its weights and bias;
 * a LayerNorm written out (``ReduceMean``, ``Sub``, ``Pow``, ``ReduceMean``,
   ``Add`` eps, ``Sqrt``, ``Div``, ``Mul`` gamma, ``Add`` beta) becomes
   ``nn.LayerNorm``.
@@ -176,6 +182,48 @@ class _Rewriter:
                 self._drop_module(n.target)
         self.fused[name] = names
 
+    def hard_swishes(self) -> None:
+        for node in list(self.graph.nodes):
+            if node.graph is self.graph and self.op(node) == 'Add':
+                self._hard_swish_from(node)
+
+    def _hard_swish_from(self, add: fx.Node) -> None:
+        """``x * clip(x + 3, 0, 6) / 6`` (Paddle's and torch<1.6's
+        hardswish written out) -> ``nn.Hardswish``."""
+        x, three = add.args[:2] if len(add.args) >= 2 else (None, None)
+        if self.scalar(three) != 3 or not isinstance(x, fx.Node):
+            return
+        clip = self.only_user(add)
+        if self.op(clip) != 'Clip' or not isinstance(
+                self.gm.get_submodule(clip.target), nn.ReLU6):
+            return
+        mul = next((u for u in clip.users if self.op(u) == 'Mul'
+                    and set(u.args[:2]) == {x, clip}), None)
+        if mul is None or len(clip.users) != 1:
+            return
+        div = self.only_user(mul)
+        scale = self.scalar(div.args[1]) if div is not None and \
+            len(div.args) > 1 else None
+        if not ((self.op(div) == 'Div' and scale == 6) or
+                (self.op(div) == 'Mul' and isinstance(scale, float)
+                 and abs(scale - 1 / 6) < 1e-6)):
+            return
+        chain = [add, clip, mul, div]
+        names = [self.info.onnx_name(n.target) for n in chain]
+        name = add.target
+        with self.graph.inserting_after(div):
+            new = self.graph.call_module(name, (x, ))
+        self.gm.delete_submodule(name)
+        self.gm.add_submodule(name, nn.Hardswish())
+        self.done.add(name)
+        new.meta[ONNX_NAME] = names
+        div.replace_all_uses_with(new)
+        for n in reversed(chain):
+            self.graph.erase_node(n)
+            if n.target != name:
+                self._drop_module(n.target)
+        self.fused[name] = names
+
     def linears(self) -> None:
         for node in list(self.graph.nodes):
             if node.graph is not self.graph or self.op(node) != 'MatMul':
@@ -234,12 +282,71 @@ class _Rewriter:
                                                         'axis')))
                 elif op == 'ReduceMean':
                     new = self._mean(node)
+                elif op == 'Sigmoid':
+                    # a function, as hand-written Swish (x * x.sigmoid())
+                    new = self.graph.call_function(torch.sigmoid,
+                                                   (node.args[0], ))
             if new is not None:
                 self.replace(node, new)
+            elif op == 'Softmax' and self._last_axis(node):
+                self.set_module(node, nn.Softmax(dim=-1))
+            elif op == 'GlobalAveragePool' and \
+                    self.info.ranks.get(node.target) == 4:
+                self.set_module(node, nn.AdaptiveAvgPool2d(1))
             elif op == 'HardSigmoid':
                 self.set_module(node, _hard_sigmoid(
                     self.info.attribute(node.target, 'alpha', 0.2),
                     self.info.attribute(node.target, 'beta', 0.5)))
+
+    def scalar_affines(self) -> None:
+        """Drop ``x * 1`` and ``x + 0``; fold a scalar ``* c``, ``/ c``,
+        ``+ b``, ``- b`` right after a conv or linear layer (PP-LCNet's
+        learnable affine blocks) into its weights and bias."""
+        for node in list(self.graph.nodes):
+            if node.op != 'call_function' or node.target not in _SCALAR_OPS \
+                    or len(node.args) != 2:
+                continue
+            tensor, value = node.args
+            if isinstance(tensor, (int, float)) and \
+                    node.target in (operator.mul, operator.add):
+                tensor, value = value, tensor
+            if not isinstance(tensor, fx.Node) or \
+                    not isinstance(value, (int, float)):
+                continue
+            scale, shift = _SCALAR_OPS[node.target](float(value))
+            if scale is None:
+                continue
+            if scale == 1.0 and shift == 0.0:
+                self._bypass(node, tensor)
+                continue
+            layer = self._single_use_layer(tensor)
+            if layer is None:
+                continue
+            _fold_affine(self.gm.get_submodule(layer.target), scale, shift)
+            self.fused.setdefault(layer.target, list(
+                layer.meta.get(ONNX_NAME, [layer.target])))
+            self.fused[layer.target] += node.meta.get(ONNX_NAME, [])
+            layer.meta[ONNX_NAME] = self.fused[layer.target]
+            self._bypass(node, tensor)
+
+    def _bypass(self, node: fx.Node, tensor: fx.Node) -> None:
+        node.replace_all_uses_with(tensor)
+        self.graph.erase_node(node)
+
+    def _single_use_layer(self, node: fx.Node) -> Optional[fx.Node]:
+        if node.op != 'call_module' or len(node.users) != 1:
+            return None
+        module = self.gm.get_submodule(node.target)
+        if isinstance(module, (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.Linear)):
+            return node
+        return None
+
+    def _last_axis(self, node: fx.Node) -> bool:
+        """A softmax over the last axis (any opset gives torch's then)."""
+        default = -1 if self.info.opset >= 13 else 1
+        axis = self.info.attribute(node.target, 'axis', default)
+        rank = self.info.ranks.get(node.target)
+        return axis == -1 or (rank is not None and axis == rank - 1)
 
     def _broadcasts(self, node: fx.Node) -> bool:
         # opset < 7 broadcast by an axis attribute; keep those modules
@@ -271,6 +378,29 @@ class _Rewriter:
                     not isinstance(module, nn.MaxPool2d):
                 if _is_converter_module(module):
                     module.op_kind = 'shape'
+
+
+def _scale(c: float):
+    return c, 0.0
+
+
+#: ``op(x, c)`` as ``x * scale + shift`` (``(None, None)``: not affine)
+_SCALAR_OPS = {
+    operator.mul: _scale,
+    operator.truediv: lambda c: (1.0 / c, 0.0) if c else (None, None),
+    operator.add: lambda c: (1.0, c),
+    operator.sub: lambda c: (1.0, -c),
+}
+
+
+@torch.no_grad()
+def _fold_affine(layer: nn.Module, scale: float, shift: float) -> None:
+    """``layer(x) * scale + shift`` as ``layer`` itself."""
+    layer.weight.mul_(scale)
+    if layer.bias is None:
+        out = layer.weight.shape[0]
+        layer.bias = nn.Parameter(layer.weight.new_zeros(out))
+    layer.bias.mul_(scale).add_(shift)
 
 
 def _is_converter_module(module: nn.Module) -> bool:
@@ -306,8 +436,10 @@ def normalize_graph(gm: fx.GraphModule,
     fused modules: module name -> the ONNX node names it stands for."""
     rewriter = _Rewriter(gm, info)
     rewriter.layer_norms()
+    rewriter.hard_swishes()
     rewriter.linears()
     rewriter.functions()
+    rewriter.scalar_affines()
     rewriter.mark_leaves()
     gm.graph.eliminate_dead_code()
     gm.delete_all_unused_submodules()

@@ -37,6 +37,10 @@ class OnnxGraphInfo:
     output_names: list = field(default_factory=list)
     dynamic_axes: Dict[str, Dict[int, str]] = field(default_factory=dict)
     opset: int = 0
+    #: module name -> rank of its first input, where known
+    ranks: Dict[str, int] = field(default_factory=dict)
+    #: module name -> the ONNX node names it stands for after fusion
+    fused: Dict[str, list] = field(default_factory=dict)
 
     def op_type(self, module_name: str) -> Optional[str]:
         node = self.nodes.get(module_name)
@@ -68,9 +72,15 @@ class OnnxGraphInfo:
                       list(graph.output)}
         inputs = [i.name for i in graph.input if i.name not in constants]
         data_values = {n for n in inputs if elem_types.get(n) in _FLOAT_TYPES}
-        nodes, shape_modules = {}, set()
+        value_ranks = {
+            v.name: len(v.type.tensor_type.shape.dim)
+            for v in list(graph.value_info) + list(graph.input)
+            + list(graph.output) if v.type.tensor_type.HasField('shape')}
+        nodes, shape_modules, ranks = {}, set(), {}
         for name, node in zip(module_names, graph.node):
             nodes[name] = node
+            if node.input and node.input[0] in value_ranks:
+                ranks[name] = value_ranks[node.input[0]]
             is_data = node.op_type not in SHAPE_SOURCE_OPS and any(
                 i in data_values for i in node.input)
             float_out = [o for o in node.output
@@ -93,4 +103,5 @@ class OnnxGraphInfo:
         return cls(nodes=nodes, constants=constants,
                    shape_modules=shape_modules, input_names=inputs,
                    output_names=[o.name for o in graph.output],
-                   dynamic_axes=dynamic_axes, opset=default_opset(model))
+                   dynamic_axes=dynamic_axes, opset=default_opset(model),
+                   ranks=ranks)
