@@ -158,6 +158,31 @@ class OnnxModel(ImportedModel):
         key = module_name.split('net.', 1)[-1]
         return self.onnx_info.onnx_name(key)
 
+    def restore_node_names(self, onnx_model) -> int:
+        """Rename, in place, each node of an export of this model that a
+        submodule produced (``/conv/Conv/Conv``, the exporter's module path
+        and op) to the name of its node in the imported file
+        (``/conv/Conv``); a fused module takes the first of its names.
+        Names already used stay. Returns how many were renamed."""
+        nodes = self.onnx_info.nodes
+        used = {n.name for n in onnx_model.graph.node}
+        renamed = 0
+        for node in onnx_model.graph.node:
+            prefix = node.name.rsplit('/', 1)[0].lstrip('/')
+            if prefix.startswith('net/'):
+                prefix = prefix[len('net/'):]
+            if prefix not in nodes:
+                continue
+            name = self.onnx_info.fused.get(prefix, [None])[0] or \
+                self.onnx_info.onnx_name(prefix)
+            if name in used:
+                continue
+            used.discard(node.name)
+            used.add(name)
+            node.name = name
+            renamed += 1
+        return renamed
+
 
 @MODELS.register_module()
 class TorchModel(ImportedModel):
