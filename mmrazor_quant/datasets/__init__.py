@@ -1,4 +1,5 @@
 """Datasets and transforms of mmrazor_quant; importing registers them."""
+from .calibration_folder import CalibrationFolderDataset
 from .digit_canvas import make_digit_canvas_coco
 from .digit_canvas_dataset import DigitCanvasCocoDataset
 from .mnist5k import (
@@ -15,5 +16,5 @@ __all__ = [
     'MNIST5k', 'GrayToRGB', 'find_mnist5k_file', 'load_mnist5k_arrays',
     'split_mnist5k_indices', 'DigitCanvasCocoDataset',
     'make_digit_canvas_coco', 'DigitCanvasSegDataset', 'PoseDigitsDataset',
-    'make_pose_digits_coco'
+    'make_pose_digits_coco', 'CalibrationFolderDataset'
 ]
