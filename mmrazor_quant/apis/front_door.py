@@ -120,8 +120,9 @@ def quantize_model(model: nn.Module,
         quantizer (dict, optional): A quantizer config instead of the
             backend's default (:func:`~mmrazor_quant.frontends.defaults.
             default_quantizer`).
-        ptq_passes (list[dict], optional): PTQ passes after calibration,
-            as ``PTQLoop`` takes them (``dict(type='adaround')``, ...).
+        ptq_passes (list[dict], optional): PTQ passes, as ``PTQLoop``
+            takes them (``dict(type='equalize_cross_layer')`` runs before
+            calibration, ``dict(type='adaround')`` after, ...).
         calib_steps (int, optional): Batches to calibrate on. Defaults to
             all.
         batch_size (int): Defaults to 8.
@@ -150,9 +151,12 @@ def quantize_model(model: nn.Module,
     qmodel = MODELS.build(dict(type='mmrazor_quant.MMArchitectureQuant',
                                architecture=model, quantizer=quantizer,
                                forward_modes=('tensor', )))
+    def data():
+        return collect_inputs(qmodel, loader, steps)
+
+    run_ptq_passes(qmodel, passes, 'before_calibration', data)
     calibrate(qmodel, loader, steps, show_progress=False)
-    run_ptq_passes(qmodel, passes, 'after_calibration',
-                   lambda: collect_inputs(qmodel, loader, steps))
+    run_ptq_passes(qmodel, passes, 'after_calibration', data)
     qmodel.eval()
     return qmodel
 
