@@ -22,7 +22,9 @@ __all__ = [
 
 # Algorithms, quantizers, observers, fake quants and QAT modules.
 MODELS = Registry(
-    'model', parent=MMENGINE_MODELS, locations=['mmrazor_quant.models'])
+    'model',
+    parent=MMENGINE_MODELS,
+    locations=['mmrazor_quant.models', 'mmrazor_quant.frontends'])
 # DDP wrappers of the algorithms.
 MODEL_WRAPPERS = Registry(
     'model_wrapper',
@@ -71,6 +73,7 @@ def register_all_modules(init_default_scope: bool = True) -> None:
     from mmengine.registry import DefaultScope
 
     for package in ('mmrazor_quant.backends', 'mmrazor_quant.models',
+                    'mmrazor_quant.frontends',
                     'mmrazor_quant.engine', 'mmrazor_quant.datasets',
                     'mmrazor_quant.deploy', 'mmrazor_quant.ptq'):
         try:
