@@ -10,8 +10,9 @@ from mmrazor_quant.utils.sqnr import sqnr_db
 from .onnx_toys import TOY_SHAPE
 
 
-@pytest.mark.parametrize('backend', sorted(
-    set(backend_names()) - {'onnxruntime'}))
+@pytest.mark.parametrize('backend', [
+    pytest.param(b, marks=pytest.mark.slow if b == 'academic' else ())
+    for b in sorted(set(backend_names()) - {'onnxruntime'})])
 def test_every_backend_quantizes_an_imported_model(toy_onnx, backend):
     model = load_model(toy_onnx)
     x = torch.randn(32, *TOY_SHAPE, generator=torch.Generator().manual_seed(0))
