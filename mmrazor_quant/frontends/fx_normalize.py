@@ -20,7 +20,8 @@ classify ops by torch module class and function (see
   ``nn.Hardsigmoid``; ``Transpose`` ``torch.permute``; ``Concat``
   ``torch.cat``;
 * ``x * 1`` and ``x + 0`` are dropped, a scalar scale or shift right after
-  a conv or linear layer is folded into its weights and bias;
+  a conv or linear layer is folded into its weights and bias, and one
+  right before convs that do not pad into theirs;
 * a LayerNorm written out (``ReduceMean``, ``Sub``, ``Pow``, ``ReduceMean``,
   ``Add`` eps, ``Sqrt``, ``Div``, ``Mul`` gamma, ``Add`` beta) becomes
   ``nn.LayerNorm``.
@@ -329,6 +330,68 @@ class _Rewriter:
             layer.meta[ONNX_NAME] = self.fused[layer.target]
             self._bypass(node, tensor)
 
+    def affines_into_next_convs(self) -> None:
+        """Fold ``x * s + b`` (scalars) whose only users are convs into
+        them: ``conv(s * x + b)`` is ``conv`` with weights ``s * W`` and
+        bias ``+ b * sum(W)``, exact where no conv pads (``b = 0`` folds
+        into any conv). PP-LCNetV3's affine blocks after an activation then
+        cost no requantization."""
+        for node in list(self.graph.nodes):
+            if node.graph is not self.graph:
+                continue
+            affine = self._affine_chain(node)
+            if affine is None:
+                continue
+            x, scale, shift, chain = affine
+            convs = [u for u in chain[-1].users]
+            if not convs or not all(self._foldable_conv(u, chain[-1], shift)
+                                    for u in convs):
+                continue
+            for conv in convs:
+                _fold_input_affine(self.gm.get_submodule(conv.target),
+                                   scale, shift)
+                names = list(conv.meta.get(ONNX_NAME, [conv.target]))
+                for n in chain:
+                    names += n.meta.get(ONNX_NAME, [])
+                conv.meta[ONNX_NAME] = self.fused[conv.target] = names
+            chain[-1].replace_all_uses_with(x)
+            for n in reversed(chain):
+                self.graph.erase_node(n)
+
+    def _affine_chain(self, node: fx.Node):
+        """``(x, scale, shift, [mul, add])`` of ``x * s (+ b)`` starting at
+        the ``mul`` ``node``, or None."""
+        if node.op != 'call_function' or node.target is not operator.mul:
+            return None
+        x, scale = node.args[:2] if len(node.args) == 2 else (None, None)
+        if isinstance(x, (int, float)):
+            x, scale = scale, x
+        if not isinstance(x, fx.Node) or not isinstance(scale, float):
+            return None
+        chain, shift = [node], 0.0
+        add = self.only_user(node)
+        if add is not None and add.op == 'call_function' and \
+                add.target in (operator.add, operator.sub) and \
+                add.args[0] is node and isinstance(add.args[1], float):
+            shift = add.args[1] if add.target is operator.add \
+                else -add.args[1]
+            chain.append(add)
+        elif len(node.users) != 1 and any(
+                u.op != 'call_module' for u in node.users):
+            return None
+        return x, scale, shift, chain
+
+    def _foldable_conv(self, user: fx.Node, value: fx.Node,
+                       shift: float) -> bool:
+        if user.op != 'call_module' or user.args[:1] != (value, ) or \
+                len(user.args) != 1 or user.kwargs:
+            return False
+        conv = self.gm.get_submodule(user.target)
+        if not isinstance(conv, nn.Conv2d):
+            return False
+        return shift == 0.0 or all(p == 0 for p in conv.padding) \
+            and conv.padding_mode == 'zeros'
+
     def _bypass(self, node: fx.Node, tensor: fx.Node) -> None:
         node.replace_all_uses_with(tensor)
         self.graph.erase_node(node)
@@ -403,6 +466,18 @@ def _fold_affine(layer: nn.Module, scale: float, shift: float) -> None:
     layer.bias.mul_(scale).add_(shift)
 
 
+@torch.no_grad()
+def _fold_input_affine(conv: nn.Conv2d, scale: float, shift: float) -> None:
+    """``conv(x * scale + shift)`` as ``conv`` itself (no padding when
+    ``shift`` is not 0)."""
+    extra = conv.weight.sum(dim=(1, 2, 3)) * shift
+    conv.weight.mul_(scale)
+    if conv.bias is None:
+        conv.bias = nn.Parameter(extra.clone())
+    else:
+        conv.bias.add_(extra)
+
+
 def _is_converter_module(module: nn.Module) -> bool:
     return any(c.__name__ == 'OnnxToTorchModule'
                for c in type(module).__mro__)
@@ -440,6 +515,7 @@ def normalize_graph(gm: fx.GraphModule,
     rewriter.linears()
     rewriter.functions()
     rewriter.scalar_affines()
+    rewriter.affines_into_next_convs()
     rewriter.mark_leaves()
     gm.graph.eliminate_dead_code()
     gm.delete_all_unused_submodules()
