@@ -249,7 +249,7 @@ def evaluate(name: str, quantizer: Optional[Quantizer], paths: dict,
     for runtime in args.runtimes:
         try:
             result = run_in(runtime, quantized['files'], data, decoder, args)
-        except RuntimeError as e:  # e.g. a compiler rejecting the graph
+        except Exception as e:  # noqa: BLE001 - a runtime rejecting the file
             row[f'{runtime}_error'] = _first_line(e)
             continue
         row.update({f'{k}_{runtime}': v for k, v in result.items()})
