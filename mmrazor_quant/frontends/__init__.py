@@ -10,6 +10,7 @@ from .imported_model import (
     OnnxModel,
     TorchModel,
 )
+from .reference_metric import FloatReferenceMetric
 
 __all__ = ['ImportedModel', 'OnnxModel', 'TorchModel',
-           'ImportedDataPreprocessor']
+           'ImportedDataPreprocessor', 'FloatReferenceMetric']

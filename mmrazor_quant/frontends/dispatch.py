@@ -95,7 +95,9 @@ def _names(architecture: nn.Module, node: fx.Node,
         if info is not None and key in info.nodes:
             return (info.onnx_name(key), info.op_type(key),
                     key in info.shape_modules)
-        return node.target, type(modules[node.target]).__name__, False
+        name = node.target[len('net.'):] if node.target.startswith(
+            'net.') else node.target
+        return name, type(modules[node.target]).__name__, False
     target = getattr(node.target, '__name__', str(node.target))
     return node.name, target, False
 

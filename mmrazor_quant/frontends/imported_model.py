@@ -31,6 +31,8 @@ class ImportedDataPreprocessor(BaseDataPreprocessor):
     def forward(self, data: dict, training: bool = False) -> dict:
         data = dict(data) if isinstance(data, dict) else dict(inputs=data)
         data['inputs'] = _batch(data['inputs'])
+        # no labels: an empty list where OpenMMLab batches have samples
+        data.setdefault('data_samples', [])
         return self.cast_data(data)
 
 

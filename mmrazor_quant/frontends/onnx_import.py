@@ -25,12 +25,28 @@ def _module_names(model) -> list:
     return list(OnnxGraph(model.graph).nodes)
 
 
+def _export_opset_reachable() -> None:
+    """Let onnx2torch's modules read the export opset under torch 2.13.
+
+    They read it from the ``symbolic_helper`` onnx2torch imported; when
+    ``torch.onnx.symbolic_helper`` was imported before onnx2torch, that is
+    torch's deprecated stand-in, which holds neither ``GLOBALS`` nor the
+    old private attribute, and every export of a Shape/Reshape/Slice module
+    fails. Point it at the TorchScript exporter's own module.
+    """
+    from onnx2torch.utils import common
+    if not hasattr(common.symbolic_helper, 'GLOBALS'):
+        from torch.onnx._internal.torchscript_exporter import symbolic_helper
+        common.symbolic_helper = symbolic_helper
+
+
 def convert_onnx(model, normalize: bool = True
                  ) -> Tuple[fx.GraphModule, OnnxGraphInfo]:
     """Convert a checked ``onnx.ModelProto``: pre-passes, onnx2torch, then
     (``normalize``) the fx normalisation. Returns the float GraphModule in
     eval mode and the ONNX info behind it."""
     from onnx2torch import convert
+    _export_opset_reachable()
     model = prepare_onnx(model)
     info = OnnxGraphInfo.from_model(model, _module_names(model))
     named = all(n.isidentifier() for n in info.input_names)

@@ -13,7 +13,7 @@ from ..atomic import atomic_outputs
 from ..bias_passes import unfuse_low_bit_bias
 from ..dead_code import remove_dead_code
 from ..deploy_model import build_deploy_model
-from ..onnx_export import export_onnx
+from ..onnx_export import INPUT_NAME, OUTPUT_NAME, export_onnx
 from ..qdq_fake_quantize import QDQFakeQuantize
 from ..qparams_table import fake_quant_qparams, onnx_qparams
 
@@ -184,8 +184,10 @@ def _names_with_model_defaults(names: Dict[str, object],
     names and dynamic axes)."""
     own = getattr(_architecture(qmodel), 'onnx_config', None) or {}
     merged = dict(names)
+    # mmdeploy's default names ('input', 'output') give way to the model's
+    defaults = dict(input_names=[INPUT_NAME], output_names=[OUTPUT_NAME])
     for key, value in own.items():
-        if merged.get(key) is None:
+        if merged.get(key) is None or merged[key] == defaults.get(key):
             merged[key] = value
     return merged
 
