@@ -15,7 +15,7 @@ CONSTRAINTS := constraints.txt
 # What `make venv` installs of the package: the codebases mmcls and mmdet and
 # the runtimes with published wheels; mk/codebases.mk adds mmseg, mmpose,
 # mmyolo and mmpretrain, mk/litert.mk LiteRT.
-VENV_EXTRAS := tests,mmcls,mmdet,onnxruntime,openvino
+VENV_EXTRAS := tests,mmcls,mmdet,onnxruntime,openvino,onnx
 
 $(STAMP): setup.py $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)

@@ -59,6 +59,8 @@ EXTRAS_REQUIRE = {
     **RUNTIME_EXTRAS,
     # TensorRT's int8 graphs are checked in onnxruntime (docs/deploy.md).
     'tensorrt': RUNTIME_EXTRAS['onnxruntime'],
+    # ONNX files in (docs/onnx_models.md)
+    'onnx': ['onnx2torch>=1.5.15,<1.6'],
     # build: tests/test_packaging.py builds the wheel as a user would.
     'tests': [
         'pytest', 'pytest-timeout', 'pytest-xdist', 'ruff==0.17.6', 'build'

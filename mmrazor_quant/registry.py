@@ -42,7 +42,9 @@ class Registry(_MMEngineRegistry):
 
 # Algorithms, quantizers, observers, fake quants and QAT modules.
 MODELS = Registry(
-    'model', parent=MMENGINE_MODELS, locations=['mmrazor_quant.models'])
+    'model',
+    parent=MMENGINE_MODELS,
+    locations=['mmrazor_quant.models', 'mmrazor_quant.frontends'])
 # DDP wrappers of the algorithms.
 MODEL_WRAPPERS = Registry(
     'model_wrapper',
@@ -101,6 +103,7 @@ def register_all_modules(init_default_scope: bool = True) -> None:
     # (EXPORTERS, RUNTIMES, DEPLOY_HEADS) import it on their first lookup,
     # which a tool that does not export never makes.
     for package in ('mmrazor_quant.backends', 'mmrazor_quant.models',
+                    'mmrazor_quant.frontends',
                     'mmrazor_quant.engine', 'mmrazor_quant.datasets',
                     'mmrazor_quant.ptq'):
         try:

@@ -23,7 +23,7 @@ PACKAGE = 'mmrazor_quant'
 LAYERS: Dict[str, int] = {
     '': 0, 'registry': 0, 'utils': 0,
     'backends': 1, 'structures': 1, 'compat': 1, 'datasets': 1,
-    'models': 2,
+    'models': 2, 'frontends': 2,
     'engine': 3, 'ptq': 3, 'deploy': 3,
     'analysis': 4,
     'apis': 5,

@@ -20,6 +20,7 @@ _EXPORTS = {
     'PoseDigitsDataset': 'pose_digits',
     'make_pose_digits_coco': 'pose_digits',
     'GrayToRGB': 'transforms',
+    'CalibrationFolderDataset': 'calibration_folder',
 }
 
 __all__ = list(_EXPORTS)

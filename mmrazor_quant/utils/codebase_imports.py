@@ -76,6 +76,7 @@ LAZY_NAMES: Dict[str, Tuple[str, str]] = {
     'DigitCanvasSegDataset': (_DATASETS + 'seg_digits', 'mmseg'),
     'PoseDigitsDataset': (_DATASETS + 'pose_digits', 'mmpose'),
     'GrayToRGB': (_DATASETS + 'transforms', 'mmcv'),
+    'CalibrationFolderDataset': (_DATASETS + 'calibration_folder', ''),
     # The adapters import nothing of their codebase.
     'MMClsCodebase': (_ADAPTERS + 'mmcls', ''),
     'MMDetCodebase': (_ADAPTERS + 'mmdet', ''),

@@ -13,7 +13,7 @@ from ..atomic import atomic_outputs
 from ..bias_passes import unfuse_low_bit_bias
 from ..dead_code import remove_dead_code
 from ..deploy_model import build_deploy_model
-from ..onnx_export import export_onnx
+from ..onnx_export import INPUT_NAME, OUTPUT_NAME, export_onnx
 from ..qdq_fake_quantize import QDQFakeQuantize
 from ..qparams_table import fake_quant_qparams, onnx_qparams
 
@@ -147,7 +147,7 @@ class BaseExporter:
             opset=self._opset(model),
             dynamic_batch=self.dynamic_batch,
             clip_narrow_range=self.clip_narrow_range,
-            **self.names)
+            **_names_with_model_defaults(self.names, qmodel))
         stem = osp.splitext(onnx_path)[0]
         files = {
             f'{stem}.qparams.json':
@@ -158,6 +158,7 @@ class BaseExporter:
         }
         files.update(self.side_files(onnx_model, model, stem))
         final = self.final_model(onnx_model)
+        _restore_node_names(final, qmodel)
         # onnxruntime warns about every unused initializer it loads.
         remove_dead_code(final)
         paths = [onnx_path] + list(files)
@@ -170,6 +171,34 @@ class BaseExporter:
         roles = {'onnx': onnx_path}
         roles.update({_role(p, stem): p for p in files})
         return ExportResult(onnx_path, roles, model, final)
+
+
+def _architecture(qmodel: nn.Module) -> Optional[nn.Module]:
+    return getattr(qmodel, 'architecture', None)
+
+
+def _names_with_model_defaults(names: Dict[str, object],
+                               qmodel: nn.Module) -> Dict[str, object]:
+    """``names`` with each unset one taken from the architecture's own
+    ``onnx_config`` (a model imported from ONNX keeps its input/output
+    names and dynamic axes)."""
+    own = getattr(_architecture(qmodel), 'onnx_config', None) or {}
+    merged = dict(names)
+    # mmdeploy's default names ('input', 'output') give way to the model's
+    defaults = dict(input_names=[INPUT_NAME], output_names=[OUTPUT_NAME])
+    for key, value in own.items():
+        if merged.get(key) is None or merged[key] == defaults.get(key):
+            merged[key] = value
+    return merged
+
+
+def _restore_node_names(onnx_model: onnx.ModelProto,
+                        qmodel: nn.Module) -> None:
+    """Give exported nodes the names of the architecture's own file (see
+    ``OnnxModel.restore_node_names``), where it has one."""
+    restore = getattr(_architecture(qmodel), 'restore_node_names', None)
+    if restore is not None:
+        restore(onnx_model)
 
 
 def _role(path: str, stem: str) -> str:

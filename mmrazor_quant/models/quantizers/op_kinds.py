@@ -151,6 +151,10 @@ def _mul_kind(node: fx.Node) -> str:
 
 
 def _classify_module(module: nn.Module) -> str:
+    # a module may state its kind (an imported ONNX model's Reshape, Slice)
+    declared = getattr(module, 'op_kind', None)
+    if isinstance(declared, str):
+        return declared
     if is_weighted_conv(module):
         return OpKind.CONV
     if is_weighted_linear(module):

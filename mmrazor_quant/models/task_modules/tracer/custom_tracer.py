@@ -47,8 +47,9 @@ FORWARD_MODES = ('tensor', 'predict', 'loss')
 _MISSING = object()
 
 #: Module classes that are always leaves: stochastic depth draws a random
-#: mask whose shape comes from the input.
-DEFAULT_LEAF_CLASS_NAMES = frozenset({'DropPath'})
+#: mask whose shape comes from the input; onnx2torch's ONNX op modules
+#: (what an imported ONNX model keeps of them) branch on their inputs.
+DEFAULT_LEAF_CLASS_NAMES = frozenset({'DropPath', 'OnnxToTorchModule'})
 
 
 @TASK_UTILS.register_module()

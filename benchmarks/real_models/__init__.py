@@ -1,0 +1,1 @@
+"""Real trained models shipped in packages, with data rendered offline."""

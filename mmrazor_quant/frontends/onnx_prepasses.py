@@ -1,0 +1,69 @@
+"""ONNX-level passes that run before conversion.
+
+* ``Constant`` nodes become initializers, so weights exported as constants
+  (Paddle2ONNX does this) are seen as weights, not as ops;
+* onnxruntime's symbolic shape inference fills ``value_info`` (the
+  converter sizes LayerNorm and reads dtypes from it); onnx's own shape
+  inference is the fallback when it gives up on a model.
+"""
+import copy
+
+__all__ = ['constants_to_initializers', 'infer_shapes', 'prepare_onnx']
+
+
+def constants_to_initializers(model):
+    """Move each ``Constant`` node holding a tensor into the initializers
+    (in place) and return ``model``."""
+    from onnx import numpy_helper
+    graph = model.graph
+    keep = []
+    for node in graph.node:
+        attr = node.attribute[0] if node.op_type == 'Constant' and \
+            len(node.attribute) == 1 else None
+        if attr is None or node.domain not in ('', 'ai.onnx'):
+            keep.append(node)
+            continue
+        if attr.name == 'value':
+            tensor = copy.deepcopy(attr.t)
+        elif attr.name in ('value_float', 'value_int'):
+            import numpy as np
+            value = attr.f if attr.name == 'value_float' else attr.i
+            dtype = np.float32 if attr.name == 'value_float' else np.int64
+            tensor = numpy_helper.from_array(np.array(value, dtype=dtype))
+        elif attr.name in ('value_floats', 'value_ints'):
+            import numpy as np
+            values = attr.floats if attr.name == 'value_floats' else attr.ints
+            dtype = np.float32 if attr.name == 'value_floats' else np.int64
+            tensor = numpy_helper.from_array(np.array(values, dtype=dtype))
+        else:
+            keep.append(node)
+            continue
+        tensor.name = node.output[0]
+        graph.initializer.append(tensor)
+    del graph.node[:]
+    graph.node.extend(keep)
+    return model
+
+
+def infer_shapes(model):
+    """``model`` with ``value_info`` filled: onnxruntime's symbolic shape
+    inference (merging symbolic dims), else onnx's shape inference."""
+    import onnx
+    try:
+        from onnxruntime.tools.symbolic_shape_infer import (
+            SymbolicShapeInference,
+        )
+        inferred = SymbolicShapeInference.infer_shapes(
+            model, auto_merge=True, guess_output_rank=False)
+        if inferred is not None:
+            return inferred
+    except Exception:  # noqa: BLE001 - any failure falls back to onnx's
+        pass
+    return onnx.shape_inference.infer_shapes(model)
+
+
+def prepare_onnx(model):
+    """The pre-passes in order, on a copy of ``model``."""
+    model = copy.deepcopy(model)
+    constants_to_initializers(model)
+    return infer_shapes(model)

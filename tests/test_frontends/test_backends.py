@@ -1,0 +1,27 @@
+"""Every registered backend's quantizer takes an imported ONNX model with
+the front door's defaults: the simulation stays close to the float file.
+(Exports of the backends with runtimes here: test_export_parity.py.)"""
+import pytest
+import torch
+
+from mmrazor_quant.apis.front_door import load_model, quantize_model
+from mmrazor_quant.backends import backend_names
+from mmrazor_quant.utils.sqnr import sqnr_db
+from .onnx_toys import TOY_SHAPE
+
+
+@pytest.mark.parametrize('backend', [
+    pytest.param(b, marks=pytest.mark.slow if b == 'academic' else ())
+    for b in sorted(set(backend_names()) - {'onnxruntime'})])
+def test_every_backend_quantizes_an_imported_model(toy_onnx, backend):
+    model = load_model(toy_onnx)
+    x = torch.randn(32, *TOY_SHAPE, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        ref = model(x[16:])
+    qmodel = quantize_model(model, x[:16], backend)
+    fake_quants = [m for m in qmodel.modules()
+                   if type(m).__name__.endswith('FakeQuantize')]
+    assert len(fake_quants) >= 8  # 3 weights and the activations
+    with torch.no_grad():
+        out = qmodel(x[16:], mode='tensor')
+    assert sqnr_db(ref, out) > 25, backend

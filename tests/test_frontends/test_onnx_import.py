@@ -1,0 +1,103 @@
+"""The ONNX importer: converted graphs against onnxruntime, the fx
+normalisation (what the quantizers see), names and dynamic axes."""
+import collections
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+import torch
+from torch import nn
+
+from mmrazor_quant.frontends.fx_normalize import HardSigmoid
+from mmrazor_quant.frontends.onnx_import import import_onnx
+from mmrazor_quant.models.quantizers.op_kinds import classify_node
+from mmrazor_quant.registry import MODELS
+from .onnx_toys import TOY_SHAPE
+
+#: The toy's Shape -> Gather -> Mul -> Unsqueeze -> Concat subgraph
+#: feeding its Reshape: 4 Shape, 4 Gather, 1 Mul, 3 Unsqueeze, 1 Concat.
+SHAPE_SUBGRAPH_OPS = {'Shape': 4, 'Gather': 4, 'Mul': 1, 'Unsqueeze': 3,
+                      'Concat': 1}
+
+
+def _onnxruntime(path: str, x: torch.Tensor) -> np.ndarray:
+    return ort.InferenceSession(path).run(None, {'image': x.numpy()})[0]
+
+
+@pytest.mark.parametrize('opset', [13, 17])
+def test_converted_graph_matches_onnxruntime(toy_onnx, toy_onnx_13, opset):
+    path = toy_onnx if opset == 17 else toy_onnx_13
+    gm, _ = import_onnx(path)
+    x = torch.randn(4, *TOY_SHAPE, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        ours = gm(x).numpy()
+    ref = _onnxruntime(path, x)
+    assert ours.shape == ref.shape == (4, 10)
+    assert np.abs(ours - ref).max() < 1e-5
+
+
+def test_normalised_graph_looks_hand_written(toy_onnx_13):
+    gm, info = import_onnx(toy_onnx_13)
+    modules = dict(gm.named_modules())
+    types = collections.Counter(type(m) for m in modules.values())
+    # MatMul by a constant + Add of a constant: one nn.Linear with W.T, b
+    assert types[nn.Linear] == 1
+    linear = next(m for m in modules.values() if isinstance(m, nn.Linear))
+    assert linear.weight.shape == (10, 16) and linear.bias.shape == (10, )
+    # nine written-out ops of LayerNorm: one nn.LayerNorm (eps kept)
+    assert types[nn.LayerNorm] == 1
+    norm = next(m for m in modules.values() if isinstance(m, nn.LayerNorm))
+    assert norm.normalized_shape == (16, )
+    assert norm.eps == pytest.approx(1e-5, rel=1e-3)
+    assert types[nn.Hardsigmoid] == 1 and types[HardSigmoid] == 0
+    kinds = collections.Counter(
+        classify_node(n, modules) for n in gm.graph.nodes)
+    assert kinds['linear'] == 1 and kinds['norm'] == 1
+    assert kinds['avgpool'] == 1  # mean over tokens
+    assert kinds['softmax'] == 1
+    # q @ k^T and attn @ v as torch.matmul (attention matmuls)
+    assert kinds['matmul'] + kinds['attention_matmul'] == 2
+    # the scale of the scores is a Python float, not a second tensor
+    scaled = [n for n in gm.graph.nodes if n.op == 'call_function'
+              and 0.25 in n.args]
+    assert len(scaled) == 1 and scaled[0].target.__name__ == 'mul'
+    shape_ops = collections.Counter(info.op_type(m)
+                                    for m in info.shape_modules)
+    assert dict(shape_ops) == SHAPE_SUBGRAPH_OPS
+    for name in info.shape_modules:
+        assert getattr(modules[name], 'op_kind', None) == 'shape'
+
+
+def test_names_and_dynamic_axes(toy_onnx):
+    _, info = import_onnx(toy_onnx)
+    assert info.input_names == ['image'] and info.output_names == ['logits']
+    assert info.dynamic_axes == {'image': {0: 'batch'},
+                                 'logits': {0: 'batch'}}
+    assert info.onnx_name('conv/Conv') == '/conv/Conv'
+    assert info.onnx_name('ln/LayerNormalization') == \
+        '/ln/LayerNormalization'
+
+
+def _openvino_quant(path: str, normalize: bool):
+    from mmrazor_quant.frontends.defaults import default_quantizer
+    return MODELS.build(dict(
+        type='mmrazor_quant.MMArchitectureQuant',
+        architecture=dict(type='mmrazor_quant.OnnxModel', path=path,
+                          normalize=normalize),
+        quantizer=default_quantizer('openvino'), forward_modes=('tensor', )))
+
+
+def test_fake_quants_with_and_without_normalisation(toy_onnx):
+    """As converted, the quantizer sees two convs and 'other' ops: the
+    head's weights stay float and the attention stays float. Normalised,
+    it sees the linear head, LayerNorm and attention as in a torch
+    model."""
+    counts = {}
+    for normalize in (False, True):
+        qmodel = _openvino_quant(toy_onnx, normalize)
+        names = [k for k, v in qmodel.named_modules()
+                 if type(v).__name__ == 'FakeQuantize']
+        counts[normalize] = (len(names),
+                             sum('weight' in k for k in names))
+    assert counts[False] == (4, 2)
+    assert counts[True] == (13, 3)

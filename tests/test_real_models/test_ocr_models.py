@@ -1,0 +1,134 @@
+"""PP-OCRv4's trained recogniser and detector through the front door.
+
+The ONNX files ship in ``rapidocr-onnxruntime`` and the words and pages are
+rendered with Debian's fonts (``make real-models``); without them the
+module is skipped and says which is missing. Ours quantizes the recogniser
+for onnxruntime with the front door's defaults on 64 rendered words, and
+the exported file is read back by both runtimes with their full graph
+optimisation: word accuracy with rapidocr's CTC decoder against fp32's,
+and the export against our own simulation.
+"""
+import os
+import os.path as osp
+
+import numpy as np
+import pytest
+import torch
+
+from benchmarks.real_models import ocr
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        ocr.missing_reason() is not None,
+        reason=str(ocr.missing_reason()))
+]
+
+NUM_WORDS = 100
+NUM_CALIB = 64
+NUM_PAGES = 4
+NUM_CALIB_PAGES = 8
+
+
+def _ort(path):
+    import onnxruntime as ort
+    options = ort.SessionOptions()
+    options.graph_optimization_level = \
+        ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads = 2
+    session = ort.InferenceSession(
+        path, options, providers=['CPUExecutionProvider'])
+    return lambda x: session.run(None, {'x': x})[0]
+
+
+def _save_folder(folder, samples):
+    os.makedirs(folder)
+    for i, sample in enumerate(samples):
+        np.save(osp.join(folder, f'{i:04d}.npy'), sample)
+    return folder
+
+
+@pytest.fixture(scope='module')
+def rec(tmp_path_factory):
+    root = tmp_path_factory.mktemp('ocr_rec')
+    model = ocr.prepared_model(ocr.model_paths()['rec'],
+                               str(root / 'rec.onnx'))
+    calib, _ = ocr.render_words(NUM_CALIB, seed=0)
+    words, texts = ocr.render_words(NUM_WORDS, seed=1)
+    return dict(
+        model=model,
+        calib=_save_folder(str(root / 'calib'), ocr.rec_inputs(calib)),
+        inputs=ocr.rec_inputs(words),
+        words=texts,
+        decoder=ocr.CtcDecoder(model),
+        root=root)
+
+
+@pytest.fixture(scope='module')
+def rec_fp32_accuracy(rec):
+    logits = ocr.run_batched(_ort(rec['model']), rec['inputs'])
+    return ocr.word_accuracy(rec['decoder'](logits), rec['words'])
+
+
+@pytest.fixture(scope='module')
+def rec_ours(rec):
+    from mmrazor_quant.apis import front_door
+    qmodel = front_door.quantize_model(
+        front_door.load_model(rec['model']), rec['calib'],
+        backend='onnxruntime')
+    result, parity = front_door.export_model(
+        qmodel, str(rec['root'] / 'rec_int8.onnx'), backend='onnxruntime',
+        parity_data=rec['calib'])
+    return qmodel, result, parity
+
+
+def test_rendering_is_seeded():
+    first, words = ocr.render_words(3, seed=5)
+    again, same = ocr.render_words(3, seed=5)
+    assert words == same
+    for a, b in zip(first, again):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_fp32_reads_the_rendered_words(rec_fp32_accuracy):
+    assert rec_fp32_accuracy >= 98.0
+
+
+def test_ours_keeps_word_accuracy_in_both_runtimes(rec, rec_ours,
+                                                   rec_fp32_accuracy):
+    from benchmarks.onnx_models import openvino_runner
+    _, result, _ = rec_ours
+    for runner in (_ort(result.onnx_path),
+                   openvino_runner(result.onnx_path, 2)):
+        logits = ocr.run_batched(runner, rec['inputs'])
+        accuracy = ocr.word_accuracy(rec['decoder'](logits), rec['words'])
+        assert accuracy >= rec_fp32_accuracy - 2.0
+
+
+def test_ours_export_agrees_with_the_simulation(rec_ours):
+    _, _, parity = rec_ours
+    assert set(parity) == {'onnxruntime', 'openvino'}
+    for runtime, report in parity.items():
+        assert report.sqnr_db >= 30.0, (runtime, report)
+
+
+def test_detector_map_keeps_sqnr(tmp_path):
+    from mmrazor_quant.apis import front_door
+    model = ocr.prepared_model(ocr.model_paths()['det'],
+                               str(tmp_path / 'det.onnx'))
+    calib, _ = ocr.render_pages(NUM_CALIB_PAGES, seed=2)
+    pages, _ = ocr.render_pages(NUM_PAGES, seed=3)
+    inputs = ocr.det_inputs(pages)
+    folder = _save_folder(str(tmp_path / 'calib'), ocr.det_inputs(calib))
+    qmodel = front_door.quantize_model(
+        front_door.load_model(model), folder, backend='onnxruntime',
+        batch_size=1)
+    result, _ = front_door.export_model(
+        qmodel, str(tmp_path / 'det_int8.onnx'), backend='onnxruntime',
+        example=torch.from_numpy(inputs[:1]))
+    fp32 = ocr.run_batched(_ort(model), inputs)
+    ours = ocr.run_batched(_ort(result.onnx_path), inputs)
+    assert ocr.map_sqnr(fp32, ours) >= 15.0
+    iou = ocr.box_iou([ocr.det_boxes(m[None]) for m in fp32],
+                      [ocr.det_boxes(m[None]) for m in ours])
+    assert iou >= 0.8
