@@ -21,7 +21,8 @@ def test_every_backend_quantizes_an_imported_model(toy_onnx, backend):
     qmodel = quantize_model(model, x[:16], backend)
     fake_quants = [m for m in qmodel.modules()
                    if type(m).__name__.endswith('FakeQuantize')]
-    assert len(fake_quants) >= 8  # 3 weights and the activations
+    # 3 weights and the activations; ncnn quantizes only conv/linear inputs
+    assert len(fake_quants) >= (6 if backend == 'ncnn' else 8)
     with torch.no_grad():
         out = qmodel(x[16:], mode='tensor')
     assert sqnr_db(ref, out) > 25, backend
