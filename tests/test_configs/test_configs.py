@@ -66,12 +66,17 @@ ISSUE_CONFIGS = sorted(EXPECTED_MNIST | EXPECTED_IMAGENET)
 # Configs added for other features (e.g. advanced PTQ) only need to build.
 # Data tables read by tests, benchmarks and tools/demo.py (configs/demo/),
 # not runnable configs.
-TABLES = {'model_zoo/mmcls_families.py'} | {
-    c for c in CONFIGS if c.startswith('demo' + osp.sep)}
+TABLES = {
+    c for c in CONFIGS if c.startswith('demo' + osp.sep)
+    or (c.startswith('model_zoo' + osp.sep) and c.endswith('_families.py'))}
+# Configs whose model is a user's file (``--cfg-options``): run end to end
+# by tests/test_frontends/test_tools.py on a generated file.
+USER_FILE_CONFIGS = {osp.join('quantization', 'ptq', 'onnx',
+                              'ptq_openvino_onnx_file.py')}
 OTHER_CONFIGS = [
     c for c in CONFIGS
     if c not in EXPECTED_MNIST | EXPECTED_IMAGENET | TABLES
-    and not c.startswith('fp32')
+    | USER_FILE_CONFIGS and not c.startswith('fp32')
 ]
 
 # (signed, symmetric, symmetric range) each backend's configs must use.

@@ -144,7 +144,8 @@ def test_batches_through_runner_loader_and_data_preprocessor(tmp_path):
 def test_registered_and_max_samples(tmp_path):
     _save_npy(tmp_path, _arrays(4, (2, )))
     ds = DATASETS.build(
-        dict(type='CalibrationFolderDataset', data_root=str(tmp_path),
+        dict(type='mmrazor_quant.CalibrationFolderDataset',
+             data_root=str(tmp_path),
              max_samples=3))
     assert len(ds) == 3
 
