@@ -96,8 +96,8 @@ def test_output_groups_are_named_and_share_their_axes():
 
 
 BAD = [
-    (('backend_config', 'type'), 'ncnn', ValueError,
-     r"deploy_cfg.backend_config.type='ncnn' is not a registered backend; "
+    (('backend_config', 'type'), 'tnn', ValueError,
+     r"deploy_cfg.backend_config.type='tnn' is not a registered backend; "
      r"expected one of \[.*'onnxruntime', 'openvino', .*'tensorrt'"),
     (('backend_config', 'type'), 'native', ValueError,
      r"deploy_cfg.backend_config.type='native' has no exporter \(it is only "
