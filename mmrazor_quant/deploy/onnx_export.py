@@ -1,4 +1,4 @@
-"""Export a deploy model to standard QDQ ONNX (contract 7 of DESIGN.md)."""
+"""Export a deploy model to standard QDQ ONNX (docs/architecture.md)."""
 import os.path as osp
 import tempfile
 import warnings

@@ -1,5 +1,5 @@
 """How closely an exported model, run in its real runtime, follows the
-PyTorch simulation (contract 8 of DESIGN.md)."""
+PyTorch simulation (see the data path in docs/architecture.md)."""
 from dataclasses import asdict, dataclass
 from typing import Iterable, Optional, Union
 
