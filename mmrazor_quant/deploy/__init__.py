@@ -18,10 +18,21 @@ from .int32_bias import (
     align_bias_to_int32_grid_,
     bias_grid_offsets,
 )
+from .litert import LiteRTRuntime
 from .onnx_export import export_onnx
-from .parity import ParityReport, check_parity, compare_outputs
+from .onnxruntime import ONNXRuntime
+from .openvino import OpenVINORuntime
+from .parity import (
+    Agreement,
+    ParityReport,
+    check_parity,
+    compare_outputs,
+    run_parity,
+)
 from .pose import PoseDeployHead
 from .qdq_fake_quantize import QDQFakeQuantize
+from .rknn_simulator import RKNNSimulatorRuntime
+from .runtimes import BaseRuntime, get_runtime, load_runtime, runtime_names
 from .segmentation import SegmentationDeployHead
 from .weight_quantized_layer import WeightQuantizedLayer
 
@@ -30,7 +41,10 @@ __all__ = [
     'WeightQuantizedLayer', 'BaseExporter', 'ExportResult',
     'ONNXRuntimeExporter', 'OpenVINOExporter', 'TensorRTExporter',
     'build_exporter',
-    'ParityReport', 'check_parity', 'compare_outputs', 'export_model',
+    'ParityReport', 'Agreement', 'check_parity', 'run_parity',
+    'compare_outputs', 'export_model', 'BaseRuntime', 'get_runtime',
+    'load_runtime', 'runtime_names', 'ONNXRuntime', 'OpenVINORuntime',
+    'LiteRTRuntime', 'RKNNSimulatorRuntime',
     'BiasAlignment', 'align_bias_to_int32_grid_', 'bias_grid_offsets',
     'int8_pairs_saturate', 'BaseDeployHead', 'TensorDeployHead',
     'DetectionDeployHead', 'deploy_head_of', 'PoseDeployHead',

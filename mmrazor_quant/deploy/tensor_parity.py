@@ -15,8 +15,7 @@ from torch import Tensor, nn
 
 from mmrazor_quant.utils.sqnr import sqnr_db
 from .qdq_fake_quantize import QDQFakeQuantize
-from .runtime_arithmetic import runtime_arithmetic
-from .runtimes import load_runtime
+from .runtimes import get_runtime, load_runtime
 
 __all__ = ['TensorParity', 'tensor_parity']
 
@@ -128,7 +127,8 @@ def tensor_parity(deploy_model: nn.Module,
     ]
     inputs = inputs.float().contiguous()
     try:
-        with torch.no_grad(), runtime_arithmetic(deploy_model, runtime):
+        with torch.no_grad(), get_runtime(runtime).simulation(
+                deploy_model, **runtime_options):
             deploy_model.eval()(inputs)
     finally:
         for hook in hooks:

@@ -134,7 +134,7 @@ def test_rknn_parity_with_simulation(exported):
     assert os.path.getsize(result.files['rknn']) > 1000
     assert report.runtime == 'rknn_simulator'
     assert report.sqnr_db >= MIN_SQNR_DB, report.format()
-    assert report.top1_agreement >= MIN_TOP1_AGREEMENT, report.format()
+    assert report.agreement >= MIN_TOP1_AGREEMENT, report.format()
     assert abs(report.sim_accuracy - report.runtime_accuracy) <= 0.02
     # Far from chance, so the agreement above is not one of near-ties.
     assert report.sim_accuracy >= 0.5
