@@ -1,5 +1,5 @@
-"""The simulation a runtime's output is compared with: the deploy model
-computing as that runtime's kernels compute (each runtime declares how, see
+"""Exact accumulation, one of the departures from the training graph's
+float32 arithmetic that a runtime declares (see
 :class:`~mmrazor_quant.deploy.runtimes.BaseRuntime`).
 
 Exact accumulation: an int8 conv or linear sums integer products in an
@@ -10,14 +10,14 @@ one-step flips are rare (about 1e-5 of the codes of a trained RTMDet-tiny),
 but a deep network multiplies them.
 """
 from contextlib import contextmanager
-from typing import Iterator, Union
+from typing import Iterator
 
 from torch import nn
 
 from mmrazor_quant.utils.attribute_scope import attribute_set
 from .weight_quantized_layer import WeightQuantizedLayer
 
-__all__ = ['exact_accumulation', 'runtime_arithmetic']
+__all__ = ['exact_accumulation']
 
 
 @contextmanager
@@ -30,18 +30,3 @@ def exact_accumulation(model: nn.Module) -> Iterator[nn.Module]:
               if isinstance(m, WeightQuantizedLayer)]
     with attribute_set(layers, 'exact_accumulation', True):
         yield model
-
-
-def runtime_arithmetic(model: nn.Module, runtime: Union[str, object],
-                       **options):
-    """Within the block, ``model`` (a deploy model) computes as the
-    registered ``runtime``'s kernels do: the runtime's
-    :meth:`~mmrazor_quant.deploy.runtimes.BaseRuntime.simulation`.
-
-    Args:
-        model (nn.Module): A deploy model.
-        runtime (str | BaseRuntime): A registered runtime.
-        **options: The runtime's options.
-    """
-    from .runtimes import get_runtime
-    return get_runtime(runtime).simulation(model, **options)

@@ -7,10 +7,7 @@ import torch.nn.functional as F
 
 from mmrazor_quant.deploy import build_deploy_model
 from mmrazor_quant.deploy.qdq_fake_quantize import QDQFakeQuantize
-from mmrazor_quant.deploy.runtime_arithmetic import (
-    exact_accumulation,
-    runtime_arithmetic,
-)
+from mmrazor_quant.deploy.runtime_arithmetic import exact_accumulation
 from mmrazor_quant.deploy.runtimes import get_runtime
 from mmrazor_quant.deploy.weight_quantized_layer import WeightQuantizedLayer
 from mmrazor_quant.models.fake_quants.utils import disable_observer
@@ -79,7 +76,7 @@ def test_runtime_arithmetic_follows_the_runtime(deployed, runtime, exact,
     assert (plugin.quantizes_by == 'division') is divides
     fake_quants = [m for m in deployed.modules()
                    if isinstance(m, QDQFakeQuantize)]
-    with runtime_arithmetic(deployed, runtime):
+    with plugin.simulation(deployed):
         assert all(m.exact_accumulation is exact
                    for m in _layers(deployed))
         assert all(fq.divides is divides for fq in fake_quants)
