@@ -39,4 +39,6 @@ setup(
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS_REQUIRE,
     include_package_data=True,
+    # scripts run by another venv's Python (not modules of the package)
+    package_data={'mmrazor_quant.deploy.rknn': ['scripts/*.py']},
 )

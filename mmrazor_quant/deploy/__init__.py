@@ -1,17 +1,13 @@
-"""Deploy: BN folding, standard QDQ ONNX export per backend, side files and
-runtime parity checks. Nothing here patches torch at import."""
+"""Deploy: the deploy model (BN folded, qparams fixed), the QDQ ONNX export
+every backend builds on, each backend's exporter and runtime in its own
+folder (``onnxruntime/``, ``openvino/``, ``tensorrt/``, ``rknn/``,
+``litert/``), and the parity pipeline with a deploy head per task. Nothing
+here patches torch at import."""
 from mmrazor_quant.structures import DeployConfig
 from .deploy_heads import BaseDeployHead, TensorDeployHead, deploy_head_of
 from .deploy_model import build_deploy_model
 from .detection import DetectionDeployHead
-from .exporters import (
-    BaseExporter,
-    ExportResult,
-    ONNXRuntimeExporter,
-    OpenVINOExporter,
-    TensorRTExporter,
-    build_exporter,
-)
+from .exporters import BaseExporter, ExportResult, build_exporter
 from .int8_saturation import int8_pairs_saturate
 from .int32_bias import (
     BiasAlignment,
@@ -31,9 +27,10 @@ from .parity import (
 )
 from .pose import PoseDeployHead
 from .qdq_fake_quantize import QDQFakeQuantize
-from .rknn_simulator import RKNNSimulatorRuntime
+from .rknn import RKNNExporter, RKNNSimulatorRuntime
 from .runtimes import BaseRuntime, get_runtime, load_runtime, runtime_names
 from .segmentation import SegmentationDeployHead
+from .tensorrt import TensorRTExporter
 from .weight_quantized_layer import WeightQuantizedLayer
 
 __all__ = [
@@ -44,7 +41,7 @@ __all__ = [
     'ParityReport', 'Agreement', 'check_parity', 'run_parity',
     'compare_outputs', 'export_model', 'BaseRuntime', 'get_runtime',
     'load_runtime', 'runtime_names', 'ONNXRuntime', 'OpenVINORuntime',
-    'LiteRTRuntime', 'RKNNSimulatorRuntime',
+    'LiteRTRuntime', 'RKNNSimulatorRuntime', 'LiteRTExporter', 'RKNNExporter',
     'BiasAlignment', 'align_bias_to_int32_grid_', 'bias_grid_offsets',
     'int8_pairs_saturate', 'BaseDeployHead', 'TensorDeployHead',
     'DetectionDeployHead', 'deploy_head_of', 'PoseDeployHead',

@@ -76,7 +76,7 @@ def test_onnxruntime_and_openvino_parity(arch, algo, int32_bias_models,
             digits)
     if arch == 'resnet':
         ops = [n.op_type for n in results['openvino'].onnx_model.graph.node]
-        # no guard (see openvino_passes): each residual add reads its
+        # no guard (see deploy/openvino/passes.py): each residual add reads its
         # fused conv's float output, the plugin's sum post-op, so the parity
         # above holds with every add inside a conv kernel
         assert ops.count('Max') == 0

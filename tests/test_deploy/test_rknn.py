@@ -21,8 +21,8 @@ from mmrazor_quant.deploy import (
 from mmrazor_quant.deploy.external_env import ExternalEnv, ToolchainMissing
 from mmrazor_quant.deploy.int32_bias import align_bias_to_int32_grid_
 from mmrazor_quant.deploy.parity import output_step
-from mmrazor_quant.deploy.rknn_simulator import RKNN_ENV, build_rknn
-from mmrazor_quant.deploy.rknn_weight_grid import fit_weights_to_rknn_grid_
+from mmrazor_quant.deploy.rknn.simulator import RKNN_ENV, build_rknn
+from mmrazor_quant.deploy.rknn.weight_grid import fit_weights_to_rknn_grid_
 from mmrazor_quant.deploy.runtimes import load_runtime
 from mmrazor_quant.models.qat_modules import is_qat_module
 from mmrazor_quant.registry import MODELS

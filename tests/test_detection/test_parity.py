@@ -51,7 +51,7 @@ def exported(canvases, tmp_path_factory):
 
 # OpenVINO needs the exporter's guard before the quantization of the FPN's
 # coarser lateral output, which also feeds the upsampling in float: without
-# it that level's head outputs reached 2-10 dB (openvino_passes.py).
+# it that level's head outputs reached 2-10 dB (deploy/openvino/passes.py).
 @pytest.mark.parametrize('backend,runtime', [
     ('openvino', 'onnxruntime'),
     ('openvino', 'openvino'),

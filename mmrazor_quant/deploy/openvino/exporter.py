@@ -3,11 +3,11 @@ import onnx
 from torch import fx
 
 from mmrazor_quant.registry import EXPORTERS
-from ..openvino_passes import (
+from ..exporters.base import BaseExporter, quantized_tensors
+from .passes import (
     guard_fused_sum_inputs,
     guard_shared_quantize_inputs,
 )
-from .base import BaseExporter, quantized_tensors
 
 __all__ = ['OpenVINOExporter']
 

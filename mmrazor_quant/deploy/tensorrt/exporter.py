@@ -6,8 +6,8 @@ import onnx
 from torch import fx
 
 from mmrazor_quant.registry import EXPORTERS
+from ..exporters.base import BaseExporter, quantized_tensors
 from ..qparams_table import strip_qdq
-from .base import BaseExporter, quantized_tensors
 
 __all__ = ['TensorRTExporter']
 

@@ -9,8 +9,8 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from mmrazor_quant.registry import RUNTIMES
-from .external_env import ExternalEnv
-from .runtimes import BaseRuntime, Runner
+from ..external_env import ExternalEnv
+from ..runtimes import BaseRuntime, Runner
 
 __all__ = ['RKNN_ENV', 'build_rknn', 'RKNNSimulatorRuntime']
 
@@ -19,7 +19,10 @@ __all__ = ['RKNN_ENV', 'build_rknn', 'RKNNSimulatorRuntime']
 RKNN_ENV = ExternalEnv(name='RKNN', venv='.venv-rknn',
                        make_target='rknn-env',
                        env_var='MMRAZOR_QUANT_RKNN_VENV')
-_WORKER = osp.join(osp.dirname(osp.abspath(__file__)), 'rknn_worker.py')
+#: The worker script, run by the toolkit's venv (package data, not a
+#: module of this package).
+_WORKER = osp.join(osp.dirname(osp.abspath(__file__)), 'scripts',
+                   'worker.py')
 #: The chip the toolkit builds for unless told otherwise.
 DEFAULT_PLATFORM = 'rk3588'
 
@@ -49,7 +52,7 @@ def build_rknn(onnx_path: str,
             simulator, batches of ``input_shape`` concatenated. Defaults to
             None.
         encode (bool): Write the model as the toolkit reads Q/DQ pairs
-            first (:mod:`~mmrazor_quant.deploy.rknn_toolkit_encoding`), so
+            first (:mod:`~mmrazor_quant.deploy.rknn.toolkit_encoding`), so
             that the ``.rknn`` holds its qparams; False hands the toolkit
             the model as it is. Defaults to True.
 

@@ -9,12 +9,12 @@ from torch import fx, nn
 from mmrazor_quant.backends import get_backend
 from mmrazor_quant.registry import EXPORTERS
 from ..atomic import atomic_outputs
+from ..exporters.base import ExportResult, quantized_tensors
 from ..int8_coverage import float_tensor_producers
 from ..int32_bias import align_bias_to_int32_grid_
-from ..rknn_simulator import DEFAULT_PLATFORM, RKNN_ENV, build_rknn
-from ..rknn_weight_grid import RKNN_WEIGHT_RANGE, fit_weights_to_rknn_grid_
-from .base import ExportResult, quantized_tensors
-from .onnxruntime_exporter import ONNXRuntimeExporter
+from ..onnxruntime.exporter import ONNXRuntimeExporter
+from .simulator import DEFAULT_PLATFORM, RKNN_ENV, build_rknn
+from .weight_grid import RKNN_WEIGHT_RANGE, fit_weights_to_rknn_grid_
 
 __all__ = ['RKNNExporter']
 
@@ -29,9 +29,9 @@ class RKNNExporter(ONNXRuntimeExporter):
     without quantizing (``build(do_quantization=False)``): every scale and
     zero-point of the ``.rknn`` is one of the model's; nothing is
     calibrated. It runs in its own venv (``make rknn-env``) through
-    :data:`~mmrazor_quant.deploy.rknn_simulator.RKNN_ENV`, which first
+    :data:`~mmrazor_quant.deploy.rknn.simulator.RKNN_ENV`, which first
     writes the model as the toolkit reads Q/DQ pairs
-    (:mod:`~mmrazor_quant.deploy.rknn_toolkit_encoding`); the ``.onnx``
+    (:mod:`~mmrazor_quant.deploy.rknn.toolkit_encoding`); the ``.onnx``
     written here stays the model's own QDQ form. :meth:`prepare_model` puts
     the weights on the integers a ``.rknn`` holds and the biases on the
     int32 grid ``s_in * s_w`` the toolkit rounds them to. The ``.rknn`` is
