@@ -1,4 +1,4 @@
-"""Install mmrazor_quant with the pinned stack (see ../shared/DESIGN.md)."""
+"""Install mmrazor_quant with the pinned stack (see docs/get_started.md)."""
 from setuptools import find_packages, setup
 
 # Pinned: an unpinned torch pulls several GB of CUDA packages; mmcls 1.0.0rc6
