@@ -79,9 +79,12 @@ setup(
     # ships too.
     packages=find_namespace_packages(
         include=['mmrazor_quant', 'mmrazor_quant.*'],
-        exclude=['*.__pycache__']),
+        # scripts run by another venv's Python ship as package data
+        exclude=['*.__pycache__', 'mmrazor_quant.deploy.rknn.scripts']),
     python_requires='>=3.10',
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS_REQUIRE,
     include_package_data=True,
+    # scripts run by another venv's Python (not modules of the package)
+    package_data={'mmrazor_quant.deploy.rknn': ['scripts/*.py']},
 )

@@ -4,7 +4,7 @@
 # (mmrazor_quant/deploy/external_env.py; docs/deploy.md, "RKNN").
 #   make rknn-env   build .venv-rknn (49 s and 628 MB measured, from PyPI)
 # The toolkit is installed without its dependencies: torch is replaced by an
-# import-only stub (mmrazor_quant/deploy/rknn_torch_stub.py; the QDQ-ONNX
+# import-only stub (mmrazor_quant/deploy/rknn/scripts/torch_stub.py; the QDQ-ONNX
 # path never calls torch), the others are pinned below to what it accepts.
 RKNN_VENV := .venv-rknn
 RKNN_PY := $(RKNN_VENV)/bin/python
@@ -12,7 +12,7 @@ RKNN_STAMP := $(RKNN_VENV)/.installed
 # rknn-toolkit2 2.5.0 has wheels for CPython 3.8, 3.10, 3.11 and 3.12.
 RKNN_PYTHON ?= python3.11
 RKNN_TOOLKIT_VERSION := 2.5.0
-RKNN_TORCH_STUB := mmrazor_quant/deploy/rknn_torch_stub.py
+RKNN_TORCH_STUB := mmrazor_quant/deploy/rknn/scripts/torch_stub.py
 
 .PHONY: rknn-env rknn-env-for-test
 

@@ -5,14 +5,15 @@
 
 A module imports from its own layer or lower ones, never from a higher one.
 Imports inside functions are held to the same rule, except the few listed
-in :data:`DEFERRED` with the reason each is allowed.
+in :data:`DEFERRED` with the reason each is allowed. No two modules import
+each other, directly or around a circle, at import time or in a function.
 """
 import ast
 import os
 import os.path as osp
 import subprocess
 import sys
-from typing import Dict, Iterator, List, Tuple
+from typing import Dict, Iterator, List, Set, Tuple
 
 import pytest
 
@@ -118,6 +119,90 @@ def find_upward_imports(root: str) -> List[str]:
 
 def test_no_module_imports_from_a_higher_layer():
     assert find_upward_imports(ROOT) == []
+
+
+def _import_graph(root: str) -> Dict[str, Set[str]]:
+    """``{module: modules it imports}`` within the package, at import time
+    and in functions. ``from pkg import name`` imports the module
+    ``pkg.name`` if there is one, else ``pkg`` (its ``__init__``)."""
+    paths = {}
+    for folder, _, files in os.walk(osp.join(root, PACKAGE)):
+        for file in files:
+            if file.endswith('.py'):
+                path = osp.join(folder, file)
+                paths[_module_name(path, root)] = path
+    graph = {}
+    for module, path in paths.items():
+        with open(path) as f:
+            tree = ast.parse(f.read(), path)
+        is_package = path.endswith('__init__.py')
+        package = module if is_package else module.rsplit('.', 1)[0]
+        found = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                found.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    parts = package.split('.')
+                    base = parts[:len(parts) - node.level + 1]
+                    name = '.'.join(base + ([node.module]
+                                            if node.module else []))
+                else:
+                    name = node.module or ''
+                for alias in node.names:
+                    sub = f'{name}.{alias.name}'
+                    found.add(sub if sub in paths else name)
+        graph[module] = {m for m in found if m in paths and m != module}
+    return graph
+
+
+def find_import_circles(root: str) -> List[List[str]]:
+    """Every group of modules that import each other around a circle (the
+    strongly connected components of the import graph with more than one
+    module), each sorted."""
+    graph = _import_graph(root)
+    index: Dict[str, int] = {}
+    low: Dict[str, int] = {}
+    stack: List[str] = []
+    circles = []
+
+    def visit(module: str) -> None:
+        # Tarjan's algorithm
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for target in sorted(graph[module]):
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == module:
+                    break
+            if len(group) > 1:
+                circles.append(sorted(group))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return sorted(circles)
+
+
+def test_no_import_circle():
+    assert find_import_circles(ROOT) == []
+
+
+def test_an_import_circle_is_found(tmp_path):
+    root = _synthetic_package(
+        tmp_path, 'def f():\n    from ..deploy.other import g\n')
+    (tmp_path / PACKAGE / 'deploy' / 'other.py').write_text(
+        'from mmrazor_quant.models import new\n')
+    assert find_import_circles(root) == [
+        ['mmrazor_quant.deploy.other', 'mmrazor_quant.models.new']]
 
 
 def test_every_subpackage_has_a_layer():

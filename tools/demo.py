@@ -232,11 +232,7 @@ def export_parity(runner: Runner, config: str, backend: str,
     for runtime in sorted(runtimes, key=lambda r: r != own):
         _, report = export_and_check(model, runner.cfg, settings, out,
                                      log=lambda line: None, runtime=runtime)
-        # Task reports give the lowest over the head outputs; the
-        # classification report its one output.
-        sqnr[runtime] = getattr(report, 'min_sqnr_db', None)
-        if sqnr[runtime] is None:
-            sqnr[runtime] = report.sqnr_db
+        sqnr[runtime] = report.sqnr_db
     return sqnr
 
 

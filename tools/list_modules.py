@@ -1,5 +1,5 @@
 """List every registered backend, codebase adapter, quantizer, observer, fake
-quant, loop, exporter and deploy head.
+quant, loop, exporter, runtime and deploy head.
 
     python tools/list_modules.py [--import PACKAGE ...]
 
@@ -36,7 +36,7 @@ def collect() -> Dict[str, List[Tuple[str, str]]]:
     from mmrazor_quant.models.quantizers import BaseQuantizer
     groups = {'backends': [], 'codebases': [], 'quantizers': [],
               'observers': [], 'fake quants': [], 'loops': [],
-              'exporters': [], 'deploy heads': []}
+              'exporters': [], 'runtimes': [], 'deploy heads': []}
     for name, backend in sorted(all_backends().items()):
         groups['backends'].append(
             (name, f'[quantizer={backend.quantizer}, exporter='
@@ -56,11 +56,19 @@ def collect() -> Dict[str, List[Tuple[str, str]]]:
                 if group == 'quantizers':
                     desc = f'[backend={cls.backend}] {desc}'
                 groups[group].append((name, desc))
-    for group, registry in (('loops', LOOPS), ('exporters', EXPORTERS),
-                            ('deploy heads', DEPLOY_HEADS)):
+    for group, registry in (('loops', LOOPS), ('exporters', EXPORTERS)):
         registry.import_from_location()
         for name, cls in sorted(registry.module_dict.items()):
             groups[group].append((name, first_line(cls)))
+    from mmrazor_quant.deploy.runtimes import all_runtimes
+    for name, runtime in sorted(all_runtimes().items()):
+        groups['runtimes'].append(
+            (name, f'[quantizes_by={runtime.quantizes_by}, '
+             f'accumulates_exactly={runtime.accumulates_exactly}] '
+             f'{first_line(type(runtime))}'))
+    DEPLOY_HEADS.import_from_location()
+    for name, cls in sorted(DEPLOY_HEADS.module_dict.items()):
+        groups['deploy heads'].append((name, first_line(cls)))
     return groups
 
 

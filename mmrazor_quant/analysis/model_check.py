@@ -247,7 +247,7 @@ def _export_and_compare(qmodel: nn.Module, backend: str, x: torch.Tensor,
     report.stages['export'] = 'ok'
     parity = check_parity(result.deploy_model, result.onnx_path, x,
                           runtime='onnxruntime', batch_size=len(x))
-    report.top1_agreement = parity.top1_agreement
+    report.top1_agreement = parity.agreement
     report.sqnr_db = parity.sqnr_db
     with torch.no_grad():
         sim = qmodel(x, mode='tensor').numpy()

@@ -247,19 +247,14 @@ def _parity(qmodel: nn.Module, result, x: torch.Tensor, samples,
         parity = head.check_parity(qmodel, result.deploy_model,
                                    result.onnx_path, x, samples, runtime)
         report.parity[runtime] = parity.format()
-        report.sqnr_db[runtime] = float(
-            getattr(parity, 'min_sqnr_db', getattr(parity, 'sqnr_db', 0.)))
-        for key in ('pixel_agreement', 'keypoint_agreement',
-                    'box_agreement', 'top1_agreement'):
-            if getattr(parity, key, None) is not None:
-                report.agreement[runtime] = float(getattr(parity, key))
-                break
+        report.sqnr_db[runtime] = float(parity.sqnr_db)
+        report.agreement[runtime] = float(parity.agreement)
 
 
 def check_zoo_config(config: Union[str, Config],
                      input_hw: Tuple[int, int],
                      backend: str = 'openvino',
-                     runtimes: Sequence[str] = ('openvino', 'onnxruntime'),
+                     runtimes: Optional[Sequence[str]] = None,
                      num_samples: int = 2,
                      calib_batches: int = 2,
                      weight_bits: int = 8,
@@ -273,8 +268,10 @@ def check_zoo_config(config: Union[str, Config],
         input_hw (tuple): ``(H, W)`` to trace, calibrate and compare at.
         backend (str): The deploy target whose W8A8 scheme quantizes the
             model. Defaults to ``'openvino'``.
-        runtimes (Sequence[str]): Runtimes whose outputs are compared with
-            the simulation. Defaults to OpenVINO and onnxruntime.
+        runtimes (Sequence[str], optional): Runtimes whose outputs are
+            compared with the simulation. Defaults to those of the backend
+            (:func:`~mmrazor_quant.deploy.runtimes.parity_runtimes`: for
+            OpenVINO, OpenVINO and onnxruntime).
         num_samples (int): Images per batch (calibration, predict, the
             training step and parity). Defaults to 2.
         calib_batches (int): Calibration batches. Defaults to 2.
@@ -320,6 +317,10 @@ def check_zoo_config(config: Union[str, Config],
         result = _stage(report, 'export', _export, qmodel, backend, x,
                         report, workdir)
         if result is not None:
+            if runtimes is None:
+                from mmrazor_quant.backends import get_backend
+                from mmrazor_quant.deploy.runtimes import parity_runtimes
+                runtimes = parity_runtimes(get_backend(backend))
             _stage(report, 'parity', _parity, qmodel, result, x,
                    samples or [], runtimes, report)
     return report

@@ -220,39 +220,57 @@ def export_model(qmodel: nn.Module,
                  out: str,
                  backend: str = 'openvino',
                  parity_data: Optional[Data] = None,
-                 runtimes: Sequence[str] = ('onnxruntime', 'openvino'),
+                 runtimes: Optional[Sequence[str]] = None,
                  example: Optional[torch.Tensor] = None,
                  **exporter_kwargs) -> Tuple[object, Dict[str, object]]:
     """Export with the backend's exporter and compare the file with the
-    simulation in each of ``runtimes``.
+    simulation in each of ``runtimes`` (the parity pipeline,
+    :func:`~mmrazor_quant.deploy.parity.run_parity`).
 
     Args:
+        qmodel (nn.Module): From :func:`quantize_model`.
+        out (str): Where to write the ``.onnx`` (other files go beside it).
+        backend (str): A registered backend with an exporter. Defaults to
+            ``'openvino'``.
+        parity_data: Inputs of the parity check (see
+            :func:`calibration_loader`). Defaults to None (no check).
+        runtimes (Sequence[str], optional): Registered runtimes to compare
+            in. Defaults to the backend's runtime and, where its export is
+            a standard QDQ ONNX, every runtime that loads any such file
+            (:func:`~mmrazor_quant.deploy.runtimes.parity_runtimes`): an
+            OpenVINO export in OpenVINO and onnxruntime.
         example (Tensor, optional): The export's example batch. Defaults
             to the first parity batch.
+        **exporter_kwargs: The exporter's arguments.
 
     Returns:
         tuple: The ``ExportResult`` and ``{runtime: ParityReport}`` (empty
         without ``parity_data``).
     """
-    from mmrazor_quant.deploy import check_parity
-    from mmrazor_quant.deploy import export_model as export
+    from mmrazor_quant.backends import get_backend
+    from mmrazor_quant.deploy import run_parity
     from mmrazor_quant.deploy.exporters import build_exporter
-    from mmrazor_quant.deploy.runtimes import runtime_names
+    from mmrazor_quant.deploy.runtimes import parity_runtimes
+    target = get_backend(backend, 'backend', deployable=True)
+    if runtimes is None:
+        runtimes = parity_runtimes(target)
     inputs = _inputs(qmodel, parity_data, None) if parity_data is not None \
         else None
     if example is None and not inputs:
         raise ValueError('export_model needs parity_data or an example '
                          'batch')
     example = inputs[0][:2] if example is None else example
-    exporter = build_exporter(backend, **exporter_kwargs)
+    exporter = build_exporter(target.name, **exporter_kwargs)
     exporter.prepare_model(qmodel)
-    result = export(qmodel, example, out, backend, **exporter_kwargs)
+    result = exporter.export(qmodel, example, out)
     reports = {}
     for runtime in runtimes if inputs else ():
-        if runtime in runtime_names():
-            reports[runtime] = check_parity(result.deploy_model,
-                                            result.onnx_path, inputs,
-                                            runtime=runtime)
+        # the backend's own runtime with its options (TensorRT's float
+        # arithmetic in onnxruntime)
+        options = dict(target.runtime_options) \
+            if runtime == target.runtime else {}
+        reports[runtime] = run_parity(result.deploy_model, result.onnx_path,
+                                      inputs, runtime, **options)
     return result, reports
 
 

@@ -104,6 +104,25 @@ class BaseBackend:
         other = _find(own)
         return other is None or not other.deployable
 
+    def scheme(self):
+        """The ``BackendSpec`` of this target's quantizer: the schemes it
+        executes, checked against a model's fake quants before any export
+        is written. None for a target without a quantizer (onnxruntime
+        runs any standard QDQ model)."""
+        if self.quantizer is None:
+            return None
+        from mmengine.registry import DefaultScope
+
+        from mmrazor_quant.registry import MODELS
+        MODELS.import_from_location()
+        with DefaultScope.overwrite_default_scope('mmrazor_quant'):
+            quantizer = MODELS.get(self.quantizer)
+        if quantizer is None:
+            raise ValueError(f'backend {self.name!r}: its quantizer '
+                             f'{self.quantizer!r} is not registered in '
+                             'MODELS')
+        return getattr(quantizer, 'scheme', None)
+
     def __repr__(self) -> str:
         return (f'{type(self).__name__}(name={self.name!r}, quantizer='
                 f'{self.quantizer!r}, exporter={self.exporter!r}, runtime='

@@ -5,7 +5,11 @@ from typing import Dict, Mapping
 from mmrazor_quant.registry import BACKENDS
 from .base import BaseBackend
 
-__all__ = ['LiteRTBackend']
+__all__ = ['LiteRTBackend', 'SOFTMAX_QPARAMS']
+
+#: The int8 softmax output grid of the TFLite quantization spec:
+#: scale 1/256, zero-point -128 (``[0, 255/256]``).
+SOFTMAX_QPARAMS = (1.0 / 256.0, -128)
 
 
 @BACKENDS.register_module()

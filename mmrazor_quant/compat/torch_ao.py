@@ -1,9 +1,8 @@
 """MMRazor names that are torch.ao objects: each raises a clear error.
 
-mmrazor_quant does not use ``torch.ao.quantization`` (its own fx
-passes instead, docs/architecture.md), so the parts of MMRazor's API that
-register, build or return torch.ao objects are not supported. Each
-stand-in here raises
+mmrazor_quant does not use ``torch.ao.quantization`` (principle 1 of
+docs/architecture.md), so the parts of MMRazor's API that register, build
+or return torch.ao objects are not supported. Each stand-in here raises
 :class:`TorchAONotSupportedError` naming what to use instead.
 """
 from typing import Any, Callable, NoReturn

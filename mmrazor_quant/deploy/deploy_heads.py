@@ -1,63 +1,93 @@
-"""Deploy heads: how the exported graph of a task is checked against the
-simulation.
+"""Deploy heads: what the parity pipeline compares for a task.
 
 The exported graph is always the model's ``tensor`` mode: for a classifier
 its logits, for a detector the dense head's per-level outputs (decoding and
-NMS stay outside the graph, as in mmdeploy). A deploy head is registered in
-:data:`~mmrazor_quant.registry.DEPLOY_HEADS` under a task name, and a model
-gets the one named by its codebase adapter's ``task``; a task without a head
-of its own gets ``'tensor'`` (outputs compared as they are).
+NMS stay outside the graph, as in mmdeploy). The parity pipeline
+(:func:`~mmrazor_quant.deploy.parity.run_parity`) simulates, runs the
+runtime and compares every output; a deploy head only says what else to
+compare and how to summarise it (:meth:`BaseDeployHead.summarise`). A
+deploy head is registered in :data:`~mmrazor_quant.registry.DEPLOY_HEADS`
+under a task name, and a model gets the one named by its codebase adapter's
+``task``; a task without a head of its own gets ``'tensor'``.
 """
-from typing import Sequence
+from typing import List, Optional, Sequence
 
 from torch import Tensor, nn
 
 from mmrazor_quant.models.codebases import codebase_of
 from mmrazor_quant.registry import DEPLOY_HEADS
-from .parity import check_parity
+from .parity import Agreement, ParityReport, run_parity, top1_agreement
 
 __all__ = ['BaseDeployHead', 'TensorDeployHead', 'deploy_head_of']
 
 
 class BaseDeployHead:
-    """Checks a task's exported model in a runtime against the simulation.
+    """What a task's parity check compares.
 
-    Subclasses implement :meth:`check_parity`.
+    Subclasses implement :meth:`summarise` and may refuse a model of
+    another task in :meth:`check_model`.
+
+    Attributes:
+        task (str): For the report.
+        batch_size (int, optional): Inputs run per call (None: all at
+            once).
     """
+    task: str = 'tensor'
+    batch_size: Optional[int] = None
+
+    def check_model(self, qmodel: nn.Module) -> None:
+        """Raise ValueError if ``qmodel`` is not of this task. Defaults to
+        accepting any model."""
+
+    def summarise(self, qmodel: nn.Module, sim: List[Tensor],
+                  runtime: List[Tensor], inputs: Tensor,
+                  data_samples: Sequence) -> Agreement:
+        """The task's agreement of the runtime's outputs with the
+        simulation's (both flattened, in the file's output order)."""
+        raise NotImplementedError
 
     def check_parity(self, qmodel: nn.Module, deploy_model: nn.Module,
                      onnx_path: str, inputs: Tensor,
-                     data_samples: Sequence, runtime: str, **options):
+                     data_samples: Sequence, runtime: str,
+                     **options) -> ParityReport:
         """Run ``onnx_path`` in ``runtime`` and compare it with the
         simulation on ``inputs``.
 
         Args:
-            qmodel (MMArchitectureQuant): The calibrated model.
-            deploy_model (nn.Module): Its deploy model (what was exported).
+            qmodel (MMArchitectureQuant): The calibrated model (its heads
+                decode the outputs).
+            deploy_model (nn.Module): Its deploy model: what was exported,
+                and what is simulated.
             onnx_path (str): The exported file.
             inputs (Tensor): A preprocessed batch.
             data_samples (Sequence): The data samples of ``inputs``.
-            runtime (str): ``'onnxruntime'`` or ``'openvino'``.
-            **options: Passed to the runtime loader.
+            runtime (str): A registered runtime.
+            **options: The runtime's options.
 
         Returns:
-            A report with a ``format()`` method.
+            ParityReport: The comparison.
         """
-        raise NotImplementedError
+        self.check_model(qmodel)
+
+        def summary(sim, out):
+            return self.summarise(qmodel, sim, out, inputs, data_samples)
+
+        return run_parity(deploy_model, onnx_path, inputs, runtime, summary,
+                          self.batch_size, task=self.task, **options)
 
 
 @DEPLOY_HEADS.register_module(name=['tensor', 'classification'])
 class TensorDeployHead(BaseDeployHead):
-    """The tensor outputs compared as they are (SQNR, steps apart); with
-    class labels in the data samples (read by the codebase adapter), the
-    top-1 accuracies of both too (:func:`check_parity`)."""
+    """The tensor outputs compared as they are (SQNR, steps apart) and the
+    first one's arg-max; with class labels in the data samples (read by the
+    codebase adapter), the top-1 accuracies of both too."""
+    task = 'classification'
+    batch_size = 64
 
-    def check_parity(self, qmodel, deploy_model, onnx_path, inputs,
-                     data_samples, runtime, **options):
+    def summarise(self, qmodel, sim, runtime, inputs, data_samples):
         architecture = getattr(qmodel, 'architecture', qmodel)
         labels = codebase_of(architecture).gt_labels(data_samples)
-        return check_parity(deploy_model, onnx_path, inputs, runtime,
-                            labels=labels, **options)
+        return top1_agreement(sim, runtime, labels)
 
 
 def deploy_head_of(qmodel: nn.Module) -> BaseDeployHead:

@@ -1,4 +1,5 @@
-"""Export a deploy model to standard QDQ ONNX (docs/architecture.md)."""
+"""Export a deploy model to standard QDQ ONNX (principle 7 of
+docs/architecture.md)."""
 import os.path as osp
 import tempfile
 import warnings

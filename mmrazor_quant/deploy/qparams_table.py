@@ -11,8 +11,19 @@ from .dead_code import remove_dead_code
 from .qdq_fake_quantize import QDQFakeQuantize
 
 __all__ = [
+    'ONNX_TYPE_MIN',
     'onnx_constants', 'onnx_qparams', 'fake_quant_qparams', 'strip_qdq'
 ]
+
+#: Smallest value of each integer ONNX type used as a Q/DQ container.
+ONNX_TYPE_MIN = {
+    onnx.TensorProto.UINT8: 0,
+    onnx.TensorProto.INT8: -128,
+    onnx.TensorProto.UINT4: 0,
+    onnx.TensorProto.INT4: -8,
+    onnx.TensorProto.UINT16: 0,
+    onnx.TensorProto.INT16: -32768,
+}
 
 
 def onnx_constants(graph: onnx.GraphProto) -> Dict[str, np.ndarray]:

@@ -1,148 +1,235 @@
-"""Run an exported model in a real runtime: each runtime is a loader
-function registered in :data:`~mmrazor_quant.registry.RUNTIMES`, taking the
-file's path and options and returning a function of one input batch."""
-from typing import Callable, List, Sequence
+"""Runtimes: what runs an exported file, and the arithmetic it runs it with.
+
+A runtime is a :class:`BaseRuntime` subclass registered in
+:data:`~mmrazor_quant.registry.RUNTIMES`. It loads a file
+(:meth:`BaseRuntime.load`) and declares how its kernels compute where they
+depart from the training graph's float32, so that the parity check compares
+it with a simulation that computes the same way
+(:meth:`BaseRuntime.simulation`):
+
+* :attr:`~BaseRuntime.quantizes_by`: ``'division'`` for a
+  ``QuantizeLinear`` computing ``round(x / s)`` as the ONNX spec writes it
+  (onnxruntime, TensorRT), ``'multiplication'`` for the training kernels'
+  ``round(x * (1 / s))``. The two differ only at exact ties;
+* :attr:`~BaseRuntime.accumulates_exactly`: every quantized conv and linear
+  is an int8 kernel summing its products in an int32 accumulator (OpenVINO),
+  where the deploy model's float32 conv rounds each partial sum;
+* :meth:`~BaseRuntime.runs_int8_kernels`: whether, with these options, it
+  runs u8 x s8 kernels that pair products in int16 on a CPU without VNNI
+  (the parity report then says whether this CPU saturates them);
+* :attr:`~BaseRuntime.zero_point_in_float32`: its ``FakeQuantize`` adds
+  the zero-point before rounding, in float32 (OpenVINO). Not simulated: a
+  zero-point near 128 loses ties there, which the OpenVINO configs avoid
+  with asymmetric activation grids;
+* :attr:`~BaseRuntime.runs_any_qdq_onnx`: it loads any standard QDQ
+  ``.onnx``, not only its own backend's export (onnxruntime, OpenVINO), so
+  every export that is one can be compared in it too
+  (:func:`parity_runtimes`).
+
+Nothing outside a runtime's own class matches its name: the parity
+pipeline, the per-tensor diagnosis and the tools ask the registry.
+
+.. code-block:: python
+
+    @RUNTIMES.register_module()
+    class ReferenceRuntime(BaseRuntime):
+        name = 'onnx_reference'      # what a backend's ``runtime`` names
+        quantizes_by = 'division'
+
+        def load(self, path, **options):
+            ...                      # returns run(x) -> list of arrays
+"""
+from contextlib import ExitStack, contextmanager
+from typing import Callable, ClassVar, Dict, Iterator, List, Sequence, Union
 
 import numpy as np
+from torch import nn
 
 from mmrazor_quant.registry import RUNTIMES
 
 __all__ = [
-    'load_runtime', 'runtime_names', 'quantizes_by_division',
-    'accumulates_exactly'
+    'BaseRuntime', 'Runner', 'get_runtime', 'all_runtimes', 'load_runtime',
+    'runtime_names', 'parity_runtimes'
 ]
 
 #: Runs one batch: an array for the model's first input, or a list of
-#: arrays for its inputs in order.
-Runner = Callable[[np.ndarray], np.ndarray]
+#: arrays for its inputs in order; returns every output, in graph order.
+Runner = Callable[[Union[np.ndarray, Sequence[np.ndarray]]],
+                  List[np.ndarray]]
 
-#: Runtimes whose ``QuantizeLinear`` divides by the scale as the ONNX spec
-#: writes it, ``round(x / s)`` with ties to even (onnxruntime's CPU kernel;
-#: TensorRT's too, for which onnxruntime stands in here).
-_DIVIDING_RUNTIMES = frozenset({'onnxruntime'})
+_QUANTIZES_BY = ('multiplication', 'division')
 
 
-def quantizes_by_division(runtime: str) -> bool:
-    """Whether ``runtime`` quantizes by ``round(x / s)`` (see
-    :func:`~mmrazor_quant.deploy.qdq_fake_quantize.quantize_by_division`);
-    OpenVINO's FakeQuantize has arithmetic of its own."""
-    return str(runtime).rpartition(".")[2] in _DIVIDING_RUNTIMES
+class BaseRuntime:
+    """A runtime plugin: a loader and the arithmetic of its kernels.
 
+    Subclasses declare class attributes, checked at the ``class`` statement,
+    and implement :meth:`load`.
 
-#: Runtimes that run every quantized conv and linear as an int8 kernel,
-#: summing in an int32 accumulator (OpenVINO's CPU plugin: its
-#: low-precision transformations take each Q/DQ conv whatever follows it).
-#: onnxruntime fuses only a conv whose output is quantized directly and
-#: runs the others in float32, as the training graph does.
-_EXACTLY_ACCUMULATING_RUNTIMES = frozenset({'openvino'})
-
-
-def accumulates_exactly(runtime: str) -> bool:
-    """Whether ``runtime`` sums a quantized conv's products exactly (see
-    :func:`~mmrazor_quant.deploy.runtime_arithmetic.exact_accumulation`)."""
-    return str(runtime).rpartition(".")[2] in _EXACTLY_ACCUMULATING_RUNTIMES
-
-
-@RUNTIMES.register_module(name='onnxruntime')
-def onnxruntime_runner(path: str, num_threads: int = 0,
-                       optimize: bool = True,
-                       qdq_fusion: bool = True,
-                       all_outputs: bool = False,
-                       disabled_optimizers: Sequence[str] = ()) -> Runner:
-    """A function running ``path`` on onnxruntime's CPU provider with all
-    graph optimizations (so QDQ is fused into int8 kernels).
-
-    The thread pool does not spin between calls: parity checks alternate
-    with PyTorch, whose threads a spinning pool would starve.
-
-    Args:
-        path (str): The ``.onnx`` file.
-        num_threads (int): Intra-op threads; 0 lets onnxruntime choose.
-            Defaults to 0.
-        optimize (bool): All graph optimizations (int8 kernels); False runs
-            the graph as written (the ONNX reference semantics). Defaults
-            to True.
-        qdq_fusion (bool): Fuse Q/DQ pairs into int8 kernels (which take an
-            int32 bias on ``s_in * s_w``). False keeps every other
-            optimization but computes each op in float on dequantized
-            values with its float bias, which is TensorRT's arithmetic
-            (``session.disable_quant_qdq``). Defaults to True.
-        all_outputs (bool): Return the list of all outputs (e.g. a
-            detector's per-level head outputs) instead of the first.
-            Defaults to False.
-        disabled_optimizers (Sequence[str]): Graph transformers to leave
-            out, by name (e.g. ``'DoubleQDQPairsRemover'``, which merges
-            ``Q -> DQ -> Q -> DQ`` into one rounding). Defaults to none.
+    Attributes:
+        name (str): What a backend's ``runtime`` attribute and the tools'
+            ``--runtime`` name.
+        quantizes_by (str): ``'multiplication'`` (``round(x * (1 / s))``,
+            the training kernels) or ``'division'`` (``round(x / s)``, ONNX's
+            ``QuantizeLinear``). Defaults to ``'multiplication'``.
+        accumulates_exactly (bool): Every quantized conv and linear sums its
+            integer products exactly (an int32 accumulator) and rounds once
+            when rescaling. Defaults to False.
+        zero_point_in_float32 (bool): Its quantizer rounds
+            ``x / s + z`` in float32 (declared; not simulated). Defaults to
+            False.
+        runs_any_qdq_onnx (bool): It loads any standard QDQ ``.onnx`` file
+            (not only its own backend's export). Defaults to False.
     """
-    import onnxruntime as ort
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = num_threads
-    options.add_session_config_entry('session.intra_op.allow_spinning', '0')
-    if not qdq_fusion:
-        options.add_session_config_entry('session.disable_quant_qdq', '1')
-    options.graph_optimization_level = \
-        ort.GraphOptimizationLevel.ORT_ENABLE_ALL if optimize else \
-        ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    session = ort.InferenceSession(
-        path, options, providers=['CPUExecutionProvider'],
-        disabled_optimizers=list(disabled_optimizers) or None)
-    names = [i.name for i in session.get_inputs()]
+    name: ClassVar[str] = None
+    quantizes_by: ClassVar[str] = 'multiplication'
+    accumulates_exactly: ClassVar[bool] = False
+    zero_point_in_float32: ClassVar[bool] = False
+    runs_any_qdq_onnx: ClassVar[bool] = False
 
-    def run(x: np.ndarray) -> np.ndarray:
-        feeds = dict(zip(names, x)) if isinstance(x, (list, tuple)) \
-            else {names[0]: x}
-        outs = session.run(None, feeds)
-        return outs if all_outputs else outs[0]
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if not isinstance(cls.name, str) or not cls.name.strip():
+            raise TypeError(f"{cls.__name__} must declare name = "
+                            f"'<runtime>', got {cls.name!r}")
+        if cls.quantizes_by not in _QUANTIZES_BY:
+            raise TypeError(f'{cls.__name__}.quantizes_by must be one of '
+                            f'{_QUANTIZES_BY}, got {cls.quantizes_by!r}')
 
-    return run
+    def load(self, path: str, **options) -> Runner:
+        """A function running ``path`` on a batch, returning the list of
+        all its outputs."""
+        raise NotImplementedError
+
+    def runs_int8_kernels(self, **options) -> bool:
+        """Whether, with ``options``, the runtime executes quantized ops in
+        u8 x s8 kernels that add pairs of products in int16 where the CPU
+        has no VNNI. Defaults to False."""
+        return False
+
+    def int8_saturates(self, **options) -> bool:
+        """Whether its int8 kernels saturate u8 x s8 products on this CPU
+        (see :func:`~mmrazor_quant.deploy.int8_pairs_saturate`)."""
+        if not self.runs_int8_kernels(**options):
+            return False
+        from .int8_saturation import int8_pairs_saturate
+        return int8_pairs_saturate()
+
+    @contextmanager
+    def simulation(self, model: nn.Module, **options) -> Iterator[nn.Module]:
+        """Within the block, the module yielded (``model`` itself, unless a
+        runtime's arithmetic needs layers of its own) computes as this
+        runtime's kernels do (see the class attributes).
+
+        Args:
+            model (nn.Module): A deploy model.
+            **options: The runtime's options (as given to :meth:`load`).
+
+        Yields:
+            nn.Module: The simulation: ``model``, or a runtime's copy of it
+            computing with its own layers (ncnn's int8 layers).
+        """
+        from .qdq_fake_quantize import quantize_by_division
+        from .runtime_arithmetic import exact_accumulation
+        with ExitStack() as stack:
+            if self.accumulates_exactly:
+                stack.enter_context(exact_accumulation(model))
+            stack.enter_context(quantize_by_division(
+                model, self.quantizes_by == 'division'))
+            yield model
+
+    def __repr__(self) -> str:
+        return (f'{type(self).__name__}(name={self.name!r}, quantizes_by='
+                f'{self.quantizes_by!r}, accumulates_exactly='
+                f'{self.accumulates_exactly})')
 
 
-@RUNTIMES.register_module(name='openvino')
-def openvino_runner(path: str, num_threads: int = 0,
-                    all_outputs: bool = False) -> Runner:
-    """A function running ``path`` with OpenVINO's CPU plugin (which turns
-    QDQ pairs into FakeQuantize and executes the quantized ops in int8).
+def all_runtimes() -> Dict[str, BaseRuntime]:
+    """Every registered runtime by name (built-ins and those of imported
+    user modules).
 
-    Args:
-        path (str): The ``.onnx`` file.
-        num_threads (int): Inference threads; 0 lets OpenVINO choose.
-            Defaults to 0.
-        all_outputs (bool): Return the list of all outputs instead of the
-            first. Defaults to False.
+    Raises:
+        TypeError: If something registered is not a :class:`BaseRuntime`.
+        ValueError: If two registered classes declare the same name.
     """
-    import openvino as ov
-    core = ov.Core()
-    config = {'INFERENCE_NUM_THREADS': num_threads} if num_threads else {}
-    # f32 inference precision: otherwise CPUs with bf16 would run the float
-    # parts in bf16 and the comparison would measure that, not quantization.
-    config['INFERENCE_PRECISION_HINT'] = 'f32'
-    compiled = core.compile_model(core.read_model(path), 'CPU', config)
-
-    def run(x: np.ndarray) -> np.ndarray:
-        result = compiled(list(x) if isinstance(x, (list, tuple)) else [x])
-        if all_outputs:
-            return [np.asarray(result[o]) for o in compiled.outputs]
-        return np.asarray(result[0])
-
-    return run
+    RUNTIMES.import_from_location()
+    found: Dict[str, BaseRuntime] = {}
+    owners: Dict[str, str] = {}
+    for key, cls in RUNTIMES.module_dict.items():
+        if not (isinstance(cls, type) and issubclass(cls, BaseRuntime)):
+            raise TypeError(f'RUNTIMES[{key!r}] is {cls!r}: register a '
+                            'BaseRuntime subclass (mmrazor_quant.deploy.'
+                            'runtimes) declaring its name and arithmetic')
+        if cls.name in found:
+            raise ValueError(f'runtimes {owners[cls.name]} and {key} both '
+                             f'declare name {cls.name!r}; rename one')
+        found[cls.name] = cls()
+        owners[cls.name] = key
+    return found
 
 
 def runtime_names() -> List[str]:
     """The registered runtimes, sorted."""
-    RUNTIMES.import_from_location()
-    return sorted(RUNTIMES.module_dict)
+    return sorted(all_runtimes())
 
 
-def load_runtime(runtime: str, path: str, **kwargs) -> Runner:
-    """Load ``path`` in the registered runtime ``runtime``.
+def get_runtime(runtime: Union[str, BaseRuntime]) -> BaseRuntime:
+    """The registered runtime called ``runtime`` (a runtime is returned as
+    it is).
+
+    Raises:
+        ValueError: If ``runtime`` is unknown (lists the registered ones).
+    """
+    if isinstance(runtime, BaseRuntime):
+        return runtime
+    found = all_runtimes().get(runtime) if isinstance(runtime, str) else None
+    if found is None:
+        raise ValueError(f'runtime must be one of {runtime_names()}, got '
+                         f'{runtime!r}; a runtime of your own is a '
+                         'BaseRuntime registered in RUNTIMES '
+                         '(docs/add_backend.md)')
+    return found
+
+
+def parity_runtimes(backend) -> List[str]:
+    """The runtimes an export for ``backend`` is compared in: the
+    backend's own runtime first, then, where that runtime reads standard
+    QDQ ONNX (its export is one), every other registered runtime that does
+    (:attr:`BaseRuntime.runs_any_qdq_onnx`).
+
+    Args:
+        backend (BaseBackend): A registered backend (see
+            :func:`~mmrazor_quant.backends.get_backend`).
+
+    Returns:
+        list[str]: Runtime names; empty if the backend names none.
+    """
+    runtimes = all_runtimes()
+    own = backend.runtime
+    if own is None:
+        return []
+    names = [own]
+    if get_runtime(own).runs_any_qdq_onnx:
+        names += [name for name, runtime in runtimes.items()
+                  if runtime.runs_any_qdq_onnx and name != own]
+    return names
+
+
+def load_runtime(runtime: Union[str, BaseRuntime], path: str,
+                 all_outputs: bool = False, **options) -> Callable:
+    """Load ``path`` in the registered ``runtime``.
+
+    Args:
+        runtime (str | BaseRuntime): A registered runtime.
+        path (str): The exported file.
+        all_outputs (bool): The function returns the list of all outputs;
+            False returns the first. Defaults to False.
+        **options: The runtime's options.
 
     Raises:
         ValueError: If ``runtime`` is unknown.
     """
-    loader = RUNTIMES.get(f'mmrazor_quant.{runtime}') \
-        if isinstance(runtime, str) and '.' not in runtime else \
-        RUNTIMES.get(runtime)
-    if loader is None:
-        raise ValueError(f'runtime must be one of {runtime_names()}, got '
-                         f'{runtime!r}')
-    return loader(path, **kwargs)
+    run = get_runtime(runtime).load(path, **options)
+    if all_outputs:
+        return run
+    return lambda x: run(x)[0]

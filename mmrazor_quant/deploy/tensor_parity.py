@@ -15,8 +15,7 @@ from torch import Tensor, nn
 
 from mmrazor_quant.utils.sqnr import sqnr_db
 from .qdq_fake_quantize import QDQFakeQuantize
-from .runtime_arithmetic import runtime_arithmetic
-from .runtimes import load_runtime
+from .runtimes import get_runtime, load_runtime
 
 __all__ = ['TensorParity', 'tensor_parity']
 
@@ -128,8 +127,9 @@ def tensor_parity(deploy_model: nn.Module,
     ]
     inputs = inputs.float().contiguous()
     try:
-        with torch.no_grad(), runtime_arithmetic(deploy_model, runtime):
-            deploy_model.eval()(inputs)
+        with torch.no_grad(), get_runtime(runtime).simulation(
+                deploy_model, **runtime_options) as simulation:
+            simulation.eval()(inputs)
     finally:
         for hook in hooks:
             hook.remove()

@@ -42,7 +42,6 @@ def build_ptq_passes(cfgs: Optional[Sequence[dict]]) -> List[PTQPass]:
         KeyError: If a ``type`` is not registered.
         ValueError: If a ``stage`` is unknown.
     """
-    import mmrazor_quant.ptq  # noqa: F401  registers the passes
     passes = []
     for i, cfg in enumerate(cfgs or []):
         if not isinstance(cfg, dict) or 'type' not in cfg:

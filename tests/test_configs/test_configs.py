@@ -3,7 +3,8 @@
 ImageNet configs cannot run here (no ImageNet, no network), so their models
 are built without ``float_checkpoint`` and run one calibration step and one
 training step on random 64x64 images: the quantizer must not assume 224x224
-(contract 4). MNIST configs run the same steps on random 28x28 digits.
+(principle 4 of docs/architecture.md). MNIST configs run the same steps on
+random 28x28 digits.
 """
 import glob
 import os.path as osp
@@ -186,7 +187,7 @@ def test_mmrazor_schema(name):
         loop = cfg.test_cfg
         assert loop.type == 'mmrazor_quant.PTQLoop'
         assert loop.calibrate_steps == 32
-        # Contract 5: calibration data is the training split, seen through
+        # Principle 5: calibration data is the training split, seen through
         # the deterministic test pipeline.
         dataset = loop.calibrate_dataloader.dataset
         assert dataset.get('split', dataset.get('ann_file')) in (

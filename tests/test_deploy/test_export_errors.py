@@ -23,9 +23,27 @@ def test_asymmetric_to_tensorrt(float_weights, digits, tmp_path):
     model = calibrate(
         build_quantized('resnet', float_weights, 'TorchNativeQuantizer',
                         dict(qdtype='quint8', bit=8)), digits[0], 1)
-    with pytest.raises(ValueError, match='tensorrt needs signed symmetric'):
+    # TensorRTQuantizer's BackendSpec is what the export checks, each
+    # fake quant named with the key it breaks
+    with pytest.raises(ValueError, match=r"(?s)tensorrt does not execute "
+                       r"the scheme.*: a_qscheme\.qdtype must be one of "
+                       r"\('qint8',\), got 'quint8'"):
         export_model(model, digits[2][:2], str(tmp_path / 'm.onnx'),
                      'tensorrt')
+    _assert_empty(tmp_path)
+
+
+def test_openvino_refuses_what_its_spec_does_not_declare(
+        float_weights, digits, tmp_path):
+    model = calibrate(
+        build_quantized('resnet', float_weights, 'AcademicQuantizer',
+                        dict(qdtype='quint8', bit=8),
+                        w_qscheme=dict(W8, bit=9)), digits[0], 1)
+    with pytest.raises(ValueError, match=r'(?s)openvino does not execute '
+                       r'the scheme.*weight_fake_quant: w_qscheme\.bit must '
+                       r'be one of \(2, 3, 4, 5, 6, 7, 8\), got 9'):
+        export_model(model, digits[2][:2], str(tmp_path / 'm.onnx'),
+                     'openvino')
     _assert_empty(tmp_path)
 
 

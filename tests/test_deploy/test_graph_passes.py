@@ -5,8 +5,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from mmrazor_quant.deploy.bias_passes import unfuse_low_bit_bias
-from mmrazor_quant.deploy.onnxruntime_passes import drop_clips_inside_grid
-from mmrazor_quant.deploy.openvino_passes import (
+from mmrazor_quant.deploy.onnxruntime.passes import drop_clips_inside_grid
+from mmrazor_quant.deploy.openvino.passes import (
     guard_fused_sum_inputs,
     guard_shared_quantize_inputs,
 )

@@ -5,7 +5,7 @@ import numpy as np
 
 from mmrazor_quant.deploy import compare_outputs, int8_pairs_saturate
 from mmrazor_quant.deploy.int8_saturation import SATURATION_NOTE
-from mmrazor_quant.deploy.parity import runs_int8_kernels
+from mmrazor_quant.deploy.runtimes import get_runtime
 
 
 def _cpu_flags() -> set:
@@ -27,10 +27,14 @@ def test_probe_agrees_with_the_cpu_flags():
 
 
 def test_report_notes_saturation_only_for_int8_kernels():
-    assert runs_int8_kernels('openvino')
-    assert runs_int8_kernels('onnxruntime')
-    assert not runs_int8_kernels('onnxruntime', qdq_fusion=False)
-    assert not runs_int8_kernels('onnxruntime', optimize=False)
+    assert get_runtime('openvino').runs_int8_kernels()
+    onnxruntime = get_runtime('onnxruntime')
+    assert onnxruntime.runs_int8_kernels()
+    assert not onnxruntime.runs_int8_kernels(qdq_fusion=False)
+    assert not onnxruntime.runs_int8_kernels(optimize=False)
+    # s8 x s8 kernels widen to int16 before multiplying
+    assert not get_runtime('litert').runs_int8_kernels()
+    assert not get_runtime('rknn_simulator').runs_int8_kernels()
     ref = np.array([[1., 2.], [3., 0.]])
     report = compare_outputs(ref, ref + 0.01, 'openvino')
     assert 'note' not in report.format()

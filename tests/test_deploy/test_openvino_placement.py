@@ -148,7 +148,7 @@ def test_residual_block_runs_fused_in_int8(tmp_path):
     x = torch.randn(64, 3, 8, 8)
     model = _quantize(ResidualBlockNet(), x, U8_SYM)
     path, report = _export(model, x, tmp_path)
-    assert report.top1_agreement == 1.0 and report.sqnr_db >= 45  # 67 dB
+    assert report.agreement == 1.0 and report.sqnr_db >= 45  # 67 dB
     if int8_weight_bits() < 8:
         pytest.skip('the fused int8 runtime graph was checked on a CPU with '
                     'VNNI; this one has none (other int8 kernels)')
@@ -180,7 +180,7 @@ def test_attention_positions_and_int8_subgraph(tmp_path):
     model = _quantize(AttentionBlockNet(), x, S8_SYM,
                       model_type='transformer')
     path, report = _export(model, x, tmp_path)
-    assert report.top1_agreement == 1.0 and report.sqnr_db >= 45  # 57 dB
+    assert report.agreement == 1.0 and report.sqnr_db >= 45  # 57 dB
     if int8_weight_bits() < 8:
         pytest.skip('the int8 attention subgraph was checked on a CPU with '
                     'VNNI; this one has none')

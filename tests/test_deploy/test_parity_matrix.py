@@ -26,7 +26,7 @@ def assert_parity(report, digits):
     """≥ 99.5 % top-1 agreement, ≥ 30 dB, accuracy within 0.2 points."""
     print(report.format())
     assert report.num_samples == len(digits[2]) == 1000
-    assert report.top1_agreement >= 0.995
+    assert report.agreement >= 0.995
     assert report.sqnr_db >= 30
     # in whole digits: 0.776 - 0.778 is 0.0020000000000000018 in floats
     digits_apart = round(1000 * report.runtime_accuracy) - round(
@@ -76,7 +76,7 @@ def test_onnxruntime_and_openvino_parity(arch, algo, int32_bias_models,
             digits)
     if arch == 'resnet':
         ops = [n.op_type for n in results['openvino'].onnx_model.graph.node]
-        # no guard (see openvino_passes): each residual add reads its
+        # no guard (see deploy/openvino/passes.py): each residual add reads its
         # fused conv's float output, the plugin's sum post-op, so the parity
         # above holds with every add inside a conv kernel
         assert ops.count('Max') == 0

@@ -12,7 +12,7 @@ from mmrazor_quant.deploy.qdq_fake_quantize import (
     QDQFakeQuantize,
     quantize_by_division,
 )
-from mmrazor_quant.deploy.runtimes import load_runtime, quantizes_by_division
+from mmrazor_quant.deploy.runtimes import get_runtime, load_runtime
 from mmrazor_quant.models.fake_quants import FakeQuantize
 from tests.test_models.test_fake_quants.helpers import observer
 
@@ -72,6 +72,7 @@ def test_division_rounds_ties_as_onnxruntime(deploy_fake_quant, tmp_path):
 
 
 def test_which_runtimes_divide():
-    assert quantizes_by_division('onnxruntime')
-    assert quantizes_by_division('mmrazor_quant.onnxruntime')
-    assert not quantizes_by_division('openvino')
+    """Each runtime plugin declares it; nothing matches a name."""
+    assert get_runtime('onnxruntime').quantizes_by == 'division'
+    assert get_runtime('openvino').quantizes_by == 'multiplication'
+    assert get_runtime('litert').quantizes_by == 'multiplication'

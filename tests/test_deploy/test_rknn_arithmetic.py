@@ -12,8 +12,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from mmrazor_quant.deploy.rknn_simulator import build_rknn
-from mmrazor_quant.deploy.rknn_toolkit_encoding import (
+from mmrazor_quant.deploy.rknn.simulator import build_rknn
+from mmrazor_quant.deploy.rknn.toolkit_encoding import (
     TOOLKIT_SCALE_RATIO,
     encode_for_rknn_toolkit,
 )

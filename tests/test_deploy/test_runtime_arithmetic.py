@@ -7,14 +7,8 @@ import torch.nn.functional as F
 
 from mmrazor_quant.deploy import build_deploy_model
 from mmrazor_quant.deploy.qdq_fake_quantize import QDQFakeQuantize
-from mmrazor_quant.deploy.runtime_arithmetic import (
-    exact_accumulation,
-    runtime_arithmetic,
-)
-from mmrazor_quant.deploy.runtimes import (
-    accumulates_exactly,
-    quantizes_by_division,
-)
+from mmrazor_quant.deploy.runtime_arithmetic import exact_accumulation
+from mmrazor_quant.deploy.runtimes import get_runtime
 from mmrazor_quant.deploy.weight_quantized_layer import WeightQuantizedLayer
 from mmrazor_quant.models.fake_quants.utils import disable_observer
 from mmrazor_quant.registry import MODELS
@@ -77,11 +71,12 @@ def test_exact_accumulation_rounds_the_sum_once(deployed):
 ])
 def test_runtime_arithmetic_follows_the_runtime(deployed, runtime, exact,
                                                 divides):
-    assert accumulates_exactly(runtime) is exact
-    assert quantizes_by_division(runtime) is divides
+    plugin = get_runtime(runtime)
+    assert plugin.accumulates_exactly is exact
+    assert (plugin.quantizes_by == 'division') is divides
     fake_quants = [m for m in deployed.modules()
                    if isinstance(m, QDQFakeQuantize)]
-    with runtime_arithmetic(deployed, runtime):
+    with plugin.simulation(deployed):
         assert all(m.exact_accumulation is exact
                    for m in _layers(deployed))
         assert all(fq.divides is divides for fq in fake_quants)

@@ -41,7 +41,8 @@ def fake_quant_flags(model):
 def test_ptq_calibrates_saves_and_reloads(tmp_path):
     runner = ptq_runner(tmp_path / 'ptq')
     loop = runner.test_loop
-    # Contract 5: the training split, with the (deterministic) test pipeline.
+    # Principle 5 (docs/architecture.md): the training split, with the
+    # (deterministic) test pipeline.
     calib_set = loop.calibrate_dataloader.dataset
     assert calib_set.split == 'train' and len(calib_set) == 128
     assert [type(t).__name__ for t in calib_set.pipeline.transforms] == \

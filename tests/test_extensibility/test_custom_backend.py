@@ -4,10 +4,14 @@ import os.path as osp
 
 import numpy as np
 import pytest
-import torch
 
-from mmrazor_quant.deploy import compare_outputs, export_model
-from mmrazor_quant.deploy.runtimes import load_runtime
+from mmrazor_quant.backends import get_backend
+from mmrazor_quant.deploy import QDQFakeQuantize, export_model, run_parity
+from mmrazor_quant.deploy.runtimes import (
+    BaseRuntime,
+    get_runtime,
+    runtime_names,
+)
 from mmrazor_quant.models.fake_quants import named_fake_quants
 from mmrazor_quant.models.quantizers import (
     BackendSpec,
@@ -59,20 +63,39 @@ def test_toy_npu_ptq_export_scale_table(tmp_path, float_checkpoint):
     table_scales = {round(s, 12) for r in table.values() for s in r['scale']}
     assert table_scales <= onnx_scales
 
-    # onnxruntime agrees with the simulation on the exported model: float
-    # ops on dequantized values, as the NPU's float-bias arithmetic (not
+    # The user's runtime plugin runs the file, and the simulation computes
+    # as it declares: QuantizeLinear's division, float sums and biases (not
     # onnxruntime's int8 kernels, which round biases to int32 and, without
     # VNNI, saturate u8 x s8 pairs).
-    ort_out = load_runtime('onnxruntime', onnx_path, qdq_fusion=False)(
-        x.numpy())
-    with torch.no_grad():
-        sim = result.deploy_model(x)
-    sim = sim[0] if isinstance(sim, (tuple, list)) else sim
-    report = compare_outputs(sim.numpy(), ort_out, 'onnxruntime')
+    plugin = get_runtime('toy_npu_reference')
+    assert isinstance(plugin, toy_npu.ToyNPUReference)
+    assert get_backend('toy_npu').runtime in runtime_names()
+    fake_quants = [m for m in result.deploy_model.modules()
+                   if isinstance(m, QDQFakeQuantize)]
+    with plugin.simulation(result.deploy_model):
+        assert all(fq.divides for fq in fake_quants)
+    assert not any(fq.divides for fq in fake_quants)
+    report = run_parity(result.deploy_model, onnx_path, x,
+                        'toy_npu_reference')
     print(report.format())
+    assert report.runtime == 'toy_npu_reference'
+    assert not report.int8_saturates
     # exact on an AVX-512 CPU; on an AVX2 one, float sums in another order
     # flip one rounding in one of the 16 images (53.5 dB)
-    assert report.top1_agreement == 1 and report.sqnr_db >= 40
+    assert report.agreement == 1 and report.sqnr_db >= 40
+
+
+def test_a_runtime_must_declare_its_name_and_arithmetic():
+    with pytest.raises(TypeError, match=r"NoName must declare name"):
+
+        class NoName(BaseRuntime):
+            pass
+
+    with pytest.raises(TypeError, match=r"quantizes_by must be one of"):
+
+        class Rounding(BaseRuntime):
+            name = 'rounding'
+            quantizes_by = 'truncation'
 
 
 def _qconfig(bit, **a_overrides):

@@ -1,21 +1,16 @@
 """tools/list_modules.py lists the known names, grouped."""
+import os
 import os.path as osp
 import subprocess
 import sys
 
-import pytest
-
 from .conftest import EXAMPLES, ROOT
 
 
-@pytest.mark.xfail(reason='known bug after lazy deploy imports: '
-                   'tools/list_modules.py --import toy_npu exits 1 and lists '
-                   'no exporters or deploy heads (issue 37 note)',
-                   strict=False)
 def test_list_modules_prints_known_names_grouped():
-    env = dict(PYTHONPATH=osp.join(EXAMPLES, 'custom_backend'))
-    import os
-    env = {**os.environ, **env}
+    # this checkout first, whatever the environment has installed
+    env = {**os.environ, 'PYTHONPATH': os.pathsep.join(
+        [osp.join(EXAMPLES, 'custom_backend'), ROOT])}
     out = subprocess.run(
         [sys.executable, '-W', 'ignore',
          osp.join(ROOT, 'tools', 'list_modules.py'), '--import', 'toy_npu'],
@@ -31,7 +26,7 @@ def test_list_modules_prints_known_names_grouped():
             sections[current][name] = desc.strip()
     assert list(sections) == ['backends', 'codebases', 'quantizers',
                               'observers', 'fake quants', 'loops',
-                              'exporters', 'deploy heads']
+                              'exporters', 'runtimes', 'deploy heads']
     assert {'MMClsCodebase', 'MMDetCodebase',
             'MMEngineCodebase'} <= set(sections['codebases'])
     assert sections['codebases']['MMDetCodebase'].startswith(
@@ -42,7 +37,7 @@ def test_list_modules_prints_known_names_grouped():
             'tensorrt', 'toy_npu'} <= set(sections['backends'])
     assert sections['backends']['toy_npu'].startswith(
         '[quantizer=ToyNPUQuantizer, exporter=ToyNPUExporter, '
-        'runtime=onnxruntime] Binds the toy NPU')
+        'runtime=toy_npu_reference] Binds the toy NPU')
     assert sections['backends']['native'].startswith(
         '[quantizer=TorchNativeQuantizer, exporter=None, runtime=None]')
     assert {'OpenVINOQuantizer', 'TensorRTQuantizer', 'AcademicQuantizer',
@@ -57,6 +52,16 @@ def test_list_modules_prints_known_names_grouped():
     assert {'PTQLoop', 'QATEpochBasedLoop',
             'LSQEpochBasedLoop'} <= set(sections['loops'])
     assert {'ONNXRuntimeExporter', 'OpenVINOExporter', 'TensorRTExporter',
-            'LiteRTExporter', 'ToyNPUExporter'} <= set(sections['exporters'])
+            'LiteRTExporter', 'NCNNExporter',
+            'ToyNPUExporter'} <= set(sections['exporters'])
+    # every runtime plugin with the arithmetic it declares, the user's too
+    assert {'onnxruntime', 'openvino', 'litert', 'ncnn', 'rknn_simulator',
+            'toy_npu_reference'} <= set(sections['runtimes'])
+    assert sections['runtimes']['onnxruntime'].startswith(
+        '[quantizes_by=division, accumulates_exactly=False]')
+    assert sections['runtimes']['ncnn'].startswith(
+        '[quantizes_by=multiplication, accumulates_exactly=True]')
+    assert sections['runtimes']['toy_npu_reference'].startswith(
+        '[quantizes_by=division, accumulates_exactly=False]')
     assert sections['fake quants']['FakeQuantize'] == (
         'Fake quantization with qparams computed by an observer.')

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from mmrazor_quant.deploy import deploy_head_of, export_model
-from mmrazor_quant.deploy.pose import PoseDeployHead, check_pose_parity
+from mmrazor_quant.deploy.pose import PoseDeployHead
 from mmrazor_quant.deploy.runtimes import load_runtime
 from mmrazor_quant.deploy.tensor_parity import tensor_parity
 from mmrazor_quant.utils.sqnr import sqnr_db
@@ -28,8 +28,8 @@ def exported(digits_batch, calibrated, tmp_path_factory):
         bits = int8_weight_bits() if backend == 'openvino' else 8
         model = calibrated(arch, backend, bits)
         path = str(tmp_path_factory.mktemp(arch) / f'{backend}.onnx')
-        export_model(model, inputs[:1], path, backend=backend)
-        out[arch, backend] = (model, path)
+        result = export_model(model, inputs[:1], path, backend=backend)
+        out[arch, backend] = (model, path, result.deploy_model)
     return out
 
 
@@ -37,18 +37,20 @@ def exported(digits_batch, calibrated, tmp_path_factory):
 @pytest.mark.parametrize('runtime', ['onnxruntime', 'openvino'])
 def test_head_outputs_and_keypoints_match_simulation(arch, backend, runtime,
                                                      exported, digits_batch):
-    model, path = exported[arch, backend]
-    report = check_pose_parity(model, path, digits_batch['inputs'], runtime)
+    model, path, deploy = exported[arch, backend]
+    report = PoseDeployHead().check_parity(model, deploy, path,
+                                           digits_batch['inputs'], [],
+                                           runtime)
     assert report.num_samples == 16
-    assert report.min_sqnr_db > MIN_SQNR[arch], report.format()
+    assert report.sqnr_db > MIN_SQNR[arch], report.format()
     # the random heads' outputs are nearly flat: an arg-max tie may move a
     # keypoint, but nearly all decode to the same place
-    assert report.keypoint_agreement >= 0.9, report.format()
-    assert report.mean_keypoint_diff <= 0.5, report.format()
+    assert report.agreement >= 0.9, report.format()
+    assert report.details["mean_keypoint_px"] <= 0.5, report.format()
 
 
 def test_pose_models_get_the_pose_deploy_head(exported):
-    model, _ = exported['rtmpose', 'openvino']
+    model, _, _ = exported['rtmpose', 'openvino']
     assert isinstance(deploy_head_of(model), PoseDeployHead)
 
 
@@ -60,7 +62,7 @@ def test_simcc_head_alone_matches_simulation(backend, runtime, exported,
     2x2 SimCC input, four values per keypoint) to both vectors, fed the
     simulation's own values there: whatever a runtime's whole-model figure
     loses enters before the head."""
-    model, path = exported['rtmpose', backend]
+    model, path, _ = exported['rtmpose', backend]
     deploy = model.get_deploy_model().eval()
     seen = {}
     deploy.get_submodule('act_fake_quants.head_mlp_0_mul_1') \
@@ -91,7 +93,7 @@ def _departing(model, path, inputs, **options):
 @pytest.mark.parametrize('backend', ['openvino', 'tensorrt'])
 def test_tensor_by_tensor_no_segment_departs(backend, exported,
                                              digits_batch):
-    model, path = exported['rtmpose', backend]
+    model, path, _ = exported['rtmpose', backend]
     assert _departing(model, path, digits_batch['inputs']) == {}
 
 

@@ -64,9 +64,9 @@ def test_logits_and_labels_match_simulation(name, backend, runtime,
     assert isinstance(head, SegmentationDeployHead)
     report = head.check_parity(model, result.deploy_model, path,
                                data['inputs'], data['data_samples'], runtime)
-    assert report.num_images == 8
+    assert report.num_samples == 8
     assert report.sqnr_db > 35, report.format()
-    assert report.pixel_agreement >= 0.99, report.format()
+    assert report.agreement >= 0.99, report.format()
 
 
 def test_labels_are_the_resized_argmax():

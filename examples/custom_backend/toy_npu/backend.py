@@ -11,12 +11,12 @@ class ToyNPUBackend(BaseBackend):
     it in ``deploy_cfg.backend_config.type`` and the tools take it as
     ``--backend toy_npu`` / ``--export toy_npu``.
 
-    Its files are standard QDQ ONNX, checked in onnxruntime with float
-    arithmetic on the dequantized values (the NPU adds float biases; the
-    int8 kernels of onnxruntime would round them to int32).
+    Its files are standard QDQ ONNX, checked in its own reference runtime
+    (:class:`~toy_npu.runtime.ToyNPUReference`, float arithmetic on the
+    dequantized values: the NPU adds float biases, which the int8 kernels
+    of onnxruntime would round to int32).
     """
     name = 'toy_npu'
     quantizer = 'ToyNPUQuantizer'
     exporter = 'ToyNPUExporter'
-    runtime = 'onnxruntime'
-    runtime_options = dict(qdq_fusion=False)
+    runtime = 'toy_npu_reference'

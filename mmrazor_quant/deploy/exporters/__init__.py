@@ -1,15 +1,8 @@
-"""One exporter per deploy target, registered in ``EXPORTERS``."""
-from ..ncnn.exporter import NCNNExporter  # noqa: F401
+"""The export pipeline every backend's exporter builds on
+(:class:`BaseExporter`), and the exporter of a registered backend
+(:func:`build_exporter`). Each backend's exporter lives in its own folder,
+``deploy/<backend>/exporter.py``."""
 from .base import BaseExporter, ExportResult
 from .builder import build_exporter
-from .litert_exporter import LiteRTExporter
-from .onnxruntime_exporter import ONNXRuntimeExporter
-from .openvino_exporter import OpenVINOExporter
-from .rknn_exporter import RKNNExporter
-from .tensorrt_exporter import TensorRTExporter
 
-__all__ = [
-    'BaseExporter', 'ExportResult', 'ONNXRuntimeExporter',
-    'OpenVINOExporter', 'RKNNExporter', 'TensorRTExporter', 'build_exporter',
-    'LiteRTExporter'
-]
+__all__ = ['BaseExporter', 'ExportResult', 'build_exporter']

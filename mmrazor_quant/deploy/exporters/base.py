@@ -93,7 +93,22 @@ class BaseExporter:
         return None
 
     def check_model(self, model: fx.GraphModule) -> None:
-        """Raise ValueError if the backend cannot run ``model``'s qparams."""
+        """Raise ValueError if the backend cannot run ``model`` (beyond its
+        schemes, which :meth:`check_scheme` checks first)."""
+
+    def check_scheme(self, model: fx.GraphModule) -> None:
+        """Raise ValueError naming each fake quant of ``model`` whose scheme
+        the backend does not execute: its declaration's ``BackendSpec`` (the
+        quantizer's ``scheme``) is the one source of what it runs."""
+        from mmrazor_quant.backends import all_backends
+        backend = all_backends().get(self.backend)
+        spec = None if backend is None else backend.scheme()
+        if spec is None:
+            return
+        spec.check_fake_quants(
+            ((fq.name or name, name.endswith('weight_fake_quant'),
+              fq.qscheme) for name, fq in model.named_modules()
+             if isinstance(fq, QDQFakeQuantize)), self.backend)
 
     def side_files(self, onnx_model: onnx.ModelProto, model: fx.GraphModule,
                    stem: str) -> Dict[str, object]:
@@ -140,6 +155,7 @@ class BaseExporter:
                 model's quantization.
         """
         model = build_deploy_model(qmodel)
+        self.check_scheme(model)
         self.check_model(model)
         onnx_model = export_onnx(
             model,

@@ -21,7 +21,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from mmrazor_quant.models.quantizers.litert_quantizer import SOFTMAX_QPARAMS
+from mmrazor_quant.backends.litert import SOFTMAX_QPARAMS
 from .flatbuffer import QParams, TFLiteGraph, schema_module
 
 __all__ = ['convert_qdq_onnx', 'UnsupportedOpError', 'SUPPORTED_OPS']

@@ -1,13 +1,14 @@
 """The ``litert`` runtime: a ``.tflite`` run by LiteRT's interpreter
 (``ai_edge_litert``), fed and read in float like the other runtimes."""
 import os.path as osp
-from typing import Callable
+from typing import List
 
 import numpy as np
 
 from mmrazor_quant.registry import RUNTIMES
+from ..runtimes import BaseRuntime, Runner
 
-__all__ = ['litert_runner', 'tflite_path_of', 'MISSING_RUNTIME']
+__all__ = ['LiteRTRuntime', 'tflite_path_of', 'MISSING_RUNTIME']
 
 #: What to do when the interpreter is not installed.
 MISSING_RUNTIME = ('the LiteRT runtime is not installed: run `make litert` '
@@ -53,39 +54,45 @@ def quantize_input(x: np.ndarray, scale: float, zero_point: int
     return np.clip(q, -128, 127).astype(np.int8)
 
 
-@RUNTIMES.register_module(name='litert')
-def litert_runner(path: str, num_threads: int = 1,
-                  delegate: bool = True) -> Callable[[np.ndarray],
-                                                     np.ndarray]:
-    """A function running the ``.tflite`` of ``path`` (see
+@RUNTIMES.register_module()
+class LiteRTRuntime(BaseRuntime):
+    """LiteRT's interpreter running the ``.tflite`` of an export (see
     :func:`tflite_path_of`) on float input batches.
 
     The model is full-integer (int8 input and output, batch 1): each sample
-    is quantized with the input's qparams, run, and its int8 output
-    dequantized with the output's.
-
-    Args:
-        path (str): The ``.tflite``, or the ``.onnx`` it was exported
-            beside.
-        num_threads (int): Interpreter threads. Defaults to 1.
-        delegate (bool): Use the default XNNPACK delegate; False runs
-            TFLite's builtin kernels. Defaults to True.
+    is quantized with the input's qparams as the simulation rounds them
+    (``x * (1 / s)`` in float32), run, and its int8 output dequantized with
+    the output's. Its kernels (XNNPACK's, or TFLite's builtin ones) multiply
+    s8 by s8, widened to int16 first: no pair of products saturates.
     """
-    interpreter = load_interpreter(tflite_path_of(path), num_threads,
-                                   delegate)
-    inp = interpreter.get_input_details()[0]
-    out = interpreter.get_output_details()[0]
-    in_scale, in_zp = inp['quantization']
-    out_scale, out_zp = out['quantization']
+    name = 'litert'
 
-    def run(x: np.ndarray) -> np.ndarray:
-        results = []
-        for sample in x:
-            q = quantize_input(sample[None], in_scale, in_zp)
-            interpreter.set_tensor(inp['index'], q.reshape(inp['shape']))
-            interpreter.invoke()
-            y = interpreter.get_tensor(out['index']).astype(np.float32)
-            results.append((y - out_zp) * np.float32(out_scale))
-        return np.concatenate(results)
+    def load(self, path: str, num_threads: int = 1,
+             delegate: bool = True) -> Runner:
+        """A function running ``path``.
 
-    return run
+        Args:
+            path (str): The ``.tflite``, or the ``.onnx`` it was exported
+                beside.
+            num_threads (int): Interpreter threads. Defaults to 1.
+            delegate (bool): Use the default XNNPACK delegate; False runs
+                TFLite's builtin kernels. Defaults to True.
+        """
+        interpreter = load_interpreter(tflite_path_of(path), num_threads,
+                                       delegate)
+        inp = interpreter.get_input_details()[0]
+        out = interpreter.get_output_details()[0]
+        in_scale, in_zp = inp['quantization']
+        out_scale, out_zp = out['quantization']
+
+        def run(x: np.ndarray) -> List[np.ndarray]:
+            results = []
+            for sample in x:
+                q = quantize_input(sample[None], in_scale, in_zp)
+                interpreter.set_tensor(inp['index'], q.reshape(inp['shape']))
+                interpreter.invoke()
+                y = interpreter.get_tensor(out['index']).astype(np.float32)
+                results.append((y - out_zp) * np.float32(out_scale))
+            return [np.concatenate(results)]
+
+        return run

@@ -1,13 +1,17 @@
-"""The ``ncnn`` runtime: a ``.param``/``.bin`` run by ncnn's Python wheel,
-fed and read in float32 like the other runtimes."""
+"""The ``ncnn`` runtime plugin: a ``.param``/``.bin`` run by ncnn's Python
+wheel, fed and read in float32 like the other runtimes, and the arithmetic
+it declares."""
 import os.path as osp
-from typing import Callable, List, Optional, Tuple
+from contextlib import contextmanager
+from typing import Iterator, List, Optional, Tuple
 
 import numpy as np
+from torch import fx, nn
 
 from mmrazor_quant.registry import RUNTIMES
+from ..runtimes import BaseRuntime, Runner
 
-__all__ = ['ncnn_runner', 'ncnn_paths_of', 'load_net', 'MISSING_RUNTIME',
+__all__ = ['NCNNRuntime', 'ncnn_paths_of', 'load_net', 'MISSING_RUNTIME',
            'NCNN_VERSION']
 
 #: The wheel ``make ncnn`` installs.
@@ -100,45 +104,76 @@ def blob_names(param: str) -> Tuple[List[str], List[str]]:
     return inputs, [b for b in produced if b not in read]
 
 
-@RUNTIMES.register_module(name='ncnn')
-def ncnn_runner(path: str, num_threads: int = 1, packing: bool = True,
-                all_outputs: bool = False) -> Callable[[np.ndarray],
-                                                       np.ndarray]:
-    """A function running the ncnn model of ``path`` (see
-    :func:`ncnn_paths_of`) on float input batches, one sample at a time
-    (an ncnn blob has no batch axis).
+@RUNTIMES.register_module()
+class NCNNRuntime(BaseRuntime):
+    """ncnn's Python wheel running the ``.param``/``.bin`` of an export
+    (see :func:`ncnn_paths_of`) on float input batches, one sample at a
+    time (an ncnn blob has no batch axis).
 
-    Args:
-        path (str): The ``.param``, or the ``.onnx`` path it was exported
-            for.
-        num_threads (int): Threads. Defaults to 1.
-        packing (bool): ncnn's packed layouts. Defaults to True.
-        all_outputs (bool): Return the list of all outputs instead of the
-            first. Defaults to False.
+    Its int8 ``Convolution``, ``ConvolutionDepthWise`` and
+    ``InnerProduct`` quantize their float32 input by multiplying it with
+    the float32 reciprocal of the scale (ncnn stores ``1 / s``), rounding
+    half away from zero; sum the int8 products exactly in int32; and
+    requantize in float: ``float32(acc) * descale + bias`` with
+    ``descale = 1 / (s_in * s_w)`` in float32. Every other layer computes in
+    float32. Its int8 kernels multiply s8 by s8, widened to int16 first: no
+    pair of products saturates.
+
+    The simulation is :func:`~.arithmetic.ncnn_deploy_model` of the deploy
+    model (each int8 layer replaced by an :class:`~.arithmetic.NCNNInt8Layer`
+    computing the above); the exporter's ``deploy_model`` is that already.
     """
-    ncnn = import_ncnn()
-    net = load_net(path, num_threads, packing)
-    inputs, outputs = blob_names(ncnn_paths_of(path)[0])
+    name = 'ncnn'
+    quantizes_by = 'multiplication'
+    accumulates_exactly = True
 
-    def one(sample: np.ndarray) -> List[np.ndarray]:
-        # ncnn.Mat wraps the array's memory: keep a contiguous copy alive
-        # until the extractor is done with it.
-        data = np.ascontiguousarray(sample, dtype=np.float32).copy()
-        ex = net.create_extractor()
-        ex.input(inputs[0], ncnn.Mat(data))
-        results = []
-        for name in outputs:
-            ret, mat = ex.extract(name)
-            if ret != 0:
-                raise RuntimeError(f'ncnn: extracting {name} failed ({ret})')
-            results.append(np.array(mat, dtype=np.float32, copy=True))
-        del ex
-        return results
+    @contextmanager
+    def simulation(self, model: nn.Module, **options) -> Iterator[nn.Module]:
+        """Yield ``model`` computing as ncnn does: a copy with
+        :class:`~.arithmetic.NCNNInt8Layer` in place of each quantized conv
+        and linear (``model`` itself if it has them already, as the
+        exporter's deploy model does)."""
+        from .arithmetic import NCNNInt8Layer, ncnn_deploy_model
+        if isinstance(model, fx.GraphModule) and not any(
+                isinstance(m, NCNNInt8Layer) for m in model.modules()):
+            model = ncnn_deploy_model(model)
+        yield model
 
-    def run(x: np.ndarray) -> np.ndarray:
-        per_sample = [one(sample) for sample in x]
-        stacked = [np.stack([r[i] for r in per_sample])
-                   for i in range(len(outputs))]
-        return stacked if all_outputs else stacked[0]
+    def load(self, path: str, num_threads: int = 1,
+             packing: bool = True) -> Runner:
+        """A function running ``path``.
 
-    return run
+        Args:
+            path (str): The ``.param``, or the ``.onnx`` path it was
+                exported for.
+            num_threads (int): Threads. Defaults to 1.
+            packing (bool): ncnn's packed layouts (on x86 the packed int8
+                depthwise kernel rescales with an approximate reciprocal,
+                which no simulation reproduces). Defaults to True.
+        """
+        ncnn = import_ncnn()
+        net = load_net(path, num_threads, packing)
+        inputs, outputs = blob_names(ncnn_paths_of(path)[0])
+
+        def one(sample: np.ndarray) -> List[np.ndarray]:
+            # ncnn.Mat wraps the array's memory: keep a contiguous copy
+            # alive until the extractor is done with it.
+            data = np.ascontiguousarray(sample, dtype=np.float32).copy()
+            ex = net.create_extractor()
+            ex.input(inputs[0], ncnn.Mat(data))
+            results = []
+            for name in outputs:
+                ret, mat = ex.extract(name)
+                if ret != 0:
+                    raise RuntimeError(
+                        f'ncnn: extracting {name} failed ({ret})')
+                results.append(np.array(mat, dtype=np.float32, copy=True))
+            del ex
+            return results
+
+        def run(x: np.ndarray) -> List[np.ndarray]:
+            per_sample = [one(sample) for sample in x]
+            return [np.stack([r[i] for r in per_sample])
+                    for i in range(len(outputs))]
+
+        return run

@@ -63,7 +63,8 @@ def default_calibrate_cfg(cfg) -> dict:
 
     The test pipeline is deterministic and gives the inputs the deployed
     model will see (no random crops or flips); the training split keeps the
-    evaluation data out of the qparams (contract 5). Datasets without a
+    evaluation data out of the qparams (principle 5 of
+    docs/architecture.md). Datasets without a
     top-level ``pipeline`` (e.g. wrapped ones) keep the training pipeline.
 
     Args:

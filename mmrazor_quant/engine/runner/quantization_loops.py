@@ -95,7 +95,7 @@ class PTQLoop(TestLoop):
         evaluator (Evaluator | dict | list): The test metrics.
         calibrate_dataloader (DataLoader | dict, optional): The calibration
             data. Defaults to None: ``train_dataloader`` with the test
-            pipeline (never the test set; contract 5).
+            pipeline (never the test set; principle 5 of docs/architecture.md).
         calibrate_steps (int): Calibration batches. Under
             ``torch.distributed`` each rank runs this many batches of its
             own shard. Defaults to 32.
@@ -241,7 +241,8 @@ def _overridden_default_cfg(runner, overrides: dict) -> dict:
     MMRazor's configs write ``val_dataloader = dict(batch_size=32)`` and
     ``calibrate_dataloader=val_dataloader``: a config file binds the name to
     that partial dict, not to the merged loader, so it holds no dataset.
-    Its settings are kept; the data stays the training split (contract 5).
+    Its settings are kept; the data stays the training split (principle 5
+    of docs/architecture.md).
     """
     loader = default_calibrate_cfg(runner.cfg)
     loader.update(overrides)

@@ -23,7 +23,7 @@ The quantizer checks every qconfig (global and per layer) against it when it
 is built, and fills in the backend's rounding where a qscheme leaves it out.
 """
 from dataclasses import dataclass, field
-from typing import Any, Dict, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, Mapping, Optional, Tuple, Union
 
 from mmrazor_quant.structures.quantization import QSchema, RoundingPolicy
 from mmrazor_quant.structures.quantization.qscheme import MAX_BIT, MIN_BIT
@@ -229,6 +229,37 @@ class BackendSpec:
         if problems:
             raise ValueError(f'{owner} cannot execute this qconfig:\n  ' +
                              '\n  '.join(problems))
+
+    def check_fake_quants(self, fake_quants: Iterable[Tuple[str, bool,
+                                                           QSchema]],
+                          owner: str) -> None:
+        """Raise ValueError naming every fake quant of a model whose scheme
+        the backend does not execute (what an exporter checks before it
+        writes anything).
+
+        Args:
+            fake_quants (Iterable[tuple]): ``(name, is_weight, qscheme)``
+                of each fake quant.
+            owner (str): The backend's name, for the message.
+        """
+        problems = []
+        for name, is_weight, qs in fake_quants:
+            spec = self.weight if is_weight else self.activation
+            bad = spec.violations(qs, self.supported_bits)
+            if qs.rounding is not self.rounding:
+                bad['rounding'] = repr(self.rounding.value)
+            prefix = 'w' if is_weight else 'a'
+            for key, wanted in bad.items():
+                got = qs.to_dict().get(key, getattr(qs, key, None))
+                if isinstance(got, RoundingPolicy):
+                    got = got.value
+                problems.append(f'{name}: {prefix}_qscheme.{key} must be '
+                                f'{wanted}, got {got!r}')
+        if problems:
+            raise ValueError(
+                f'{owner} does not execute the scheme of {len(problems)} '
+                f'fake quant setting(s) ({self.describe()}); quantize with '
+                f"the backend's quantizer:\n  " + '\n  '.join(problems))
 
     def describe(self) -> str:
         """One line: weights, activations, rounding."""

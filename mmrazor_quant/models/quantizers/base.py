@@ -29,7 +29,7 @@ class BaseQuantizer(QuantizerAPIMixin, BaseModule):
     and Linear+BN into QAT modules whose (BN-folded) weights are
     fake-quantized, inserts activation fake quants where :attr:`rules` say
     the backend quantizes, and removes redundant ones. All modes share the
-    same modules (docs/architecture.md, "Seam 1").
+    same modules (principle 3 of docs/architecture.md).
 
     A backend is a subclass that declares, as class attributes (checked
     when the class is defined, so a missing one is a ``TypeError`` at the

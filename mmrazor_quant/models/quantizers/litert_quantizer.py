@@ -3,6 +3,7 @@ from typing import Dict, Optional, Sequence, Tuple
 
 from torch import fx, nn
 
+from mmrazor_quant.backends.litert import SOFTMAX_QPARAMS
 from mmrazor_quant.models.fake_quants import FixedFakeQuantize
 from mmrazor_quant.registry import MODELS
 from .backend_spec import BackendSpec, TensorSpec
@@ -13,10 +14,6 @@ from .passes.insert_fake_quants import ACT_FAKE_QUANTS
 from .rules import QuantRules
 
 __all__ = ['LiteRTQuantizer', 'SOFTMAX_QPARAMS']
-
-#: The int8 softmax output grid of the TFLite quantization spec:
-#: scale 1/256, zero-point -128 (``[0, 255/256]``).
-SOFTMAX_QPARAMS = (1.0 / 256.0, -128)
 
 
 @MODELS.register_module()

@@ -35,7 +35,7 @@ class RKNNQuantizer(BaseQuantizer):
       grid of its own; the add's output is quantized;
     * the output of average pooling, which the toolkit runs as a
       depthwise conv (the ``.rknn`` build writes a global one as that conv,
-      see :mod:`~mmrazor_quant.deploy.rknn_toolkit_encoding`); on its
+      see :mod:`~mmrazor_quant.deploy.rknn.toolkit_encoding`); on its
       input's grid, the mean of ``H * W`` integers would be an exact tie
       for one output in ``H * W``, which the toolkit's float32 simulator
       breaks either way;

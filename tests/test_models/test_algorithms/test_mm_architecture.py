@@ -84,7 +84,8 @@ def test_three_modes_and_backprop(arch, quantizer_type):
         torch.stack([p.pred_label.score for p in preds]),
         torch.softmax(model(inputs, mode='tensor'), 1))
 
-    # contract 3: the three graphs call the same quantizer objects
+    # principle 3 (docs/architecture.md): the three graphs call the same
+    # quantizer objects
     fq_names = [n for n, m in model.architecture.named_modules()
                 if hasattr(m, 'observer_enabled')]
     for name in fq_names:

@@ -1,4 +1,5 @@
-"""Contract 4 on real mmcls models: a graph traced on a batch-2 example at
+"""Principle 4 (docs/architecture.md) on real mmcls models: a graph traced
+on a batch-2 example at
 one resolution runs at other batch sizes and resolutions where the model
 allows, and a resolution-dependent decision raises ShapeGuardError."""
 import pytest

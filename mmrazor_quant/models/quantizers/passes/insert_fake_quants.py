@@ -2,7 +2,8 @@
 
 All modes share one container of fake-quant modules on the root module, so
 the ``tensor``, ``predict`` and ``loss`` graphs call the very same objects
-(contract 3). A fake quant is named after the tensor it quantizes, from the
+(principle 3 of docs/architecture.md). A fake quant is named after the
+tensor it quantizes, from the
 module scope of the node that produced it (``nn_module_stack``) and its
 ordinal within that scope, which is the same in every mode's graph.
 """

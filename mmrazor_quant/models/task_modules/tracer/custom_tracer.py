@@ -38,6 +38,7 @@ from .layer_types import plain_layer_type
 from .path_utils import resolve_dotted_path, resolve_method
 from .shape_guards import CONVERSIONS, check_shape_guard, decision_site
 from .trace_error import TraceError, format_failure, locate_failure
+from .untraced_methods import UntracedMethodRegistry
 
 __all__ = ['CustomTracer']
 
@@ -418,7 +419,6 @@ class CustomTracer(Tracer):
         """Replace each skipped method (the config's, the codebase
         adapters' defaults, and each one registered with
         ``UntracedMethodRegistry``) on its class for the trace only."""
-        from .fx.custom_tracer import UntracedMethodRegistry
         defaults = [
             _resolve_method_entry(e) for c in codebases
             for e in c.skipped_methods

@@ -4,17 +4,17 @@ from typing import Optional
 
 import onnx
 import torch
-from torch import fx, nn
+from torch import nn
 
 from mmrazor_quant.backends import get_backend
 from mmrazor_quant.registry import EXPORTERS
 from ..atomic import atomic_outputs
+from ..exporters.base import ExportResult
 from ..int8_coverage import float_tensor_producers
 from ..int32_bias import align_bias_to_int32_grid_
-from ..rknn_simulator import DEFAULT_PLATFORM, RKNN_ENV, build_rknn
-from ..rknn_weight_grid import RKNN_WEIGHT_RANGE, fit_weights_to_rknn_grid_
-from .base import ExportResult, quantized_tensors
-from .onnxruntime_exporter import ONNXRuntimeExporter
+from ..onnxruntime.exporter import ONNXRuntimeExporter
+from .simulator import DEFAULT_PLATFORM, RKNN_ENV, build_rknn
+from .weight_grid import RKNN_WEIGHT_RANGE, fit_weights_to_rknn_grid_
 
 __all__ = ['RKNNExporter']
 
@@ -29,9 +29,9 @@ class RKNNExporter(ONNXRuntimeExporter):
     without quantizing (``build(do_quantization=False)``): every scale and
     zero-point of the ``.rknn`` is one of the model's; nothing is
     calibrated. It runs in its own venv (``make rknn-env``) through
-    :data:`~mmrazor_quant.deploy.rknn_simulator.RKNN_ENV`, which first
+    :data:`~mmrazor_quant.deploy.rknn.simulator.RKNN_ENV`, which first
     writes the model as the toolkit reads Q/DQ pairs
-    (:mod:`~mmrazor_quant.deploy.rknn_toolkit_encoding`); the ``.onnx``
+    (:mod:`~mmrazor_quant.deploy.rknn.toolkit_encoding`); the ``.onnx``
     written here stays the model's own QDQ form. :meth:`prepare_model` puts
     the weights on the integers a ``.rknn`` holds and the biases on the
     int32 grid ``s_in * s_w`` the toolkit rounds them to. The ``.rknn`` is
@@ -47,8 +47,9 @@ class RKNNExporter(ONNXRuntimeExporter):
 
     Raises:
         ValueError: From :meth:`export`, if the model was quantized for
-            another target, a fake quant is not the NPU's int8 scheme, or an
-            op would run in float (named with its layer).
+            another target, a fake quant's scheme is not one
+            ``RKNNQuantizer``'s spec declares, or an op would run in float
+            (named with its layer).
         ToolchainMissing: From :meth:`export`, if ``.venv-rknn`` is not
             built (before anything is written).
     """
@@ -77,22 +78,6 @@ class RKNNExporter(ONNXRuntimeExporter):
             summary += '; ' + align_bias_to_int32_grid_(
                 qmodel, through_reshapes=True).format()
         return summary
-
-    def check_model(self, model: fx.GraphModule) -> None:
-        bad = []
-        for fq in quantized_tensors(model):
-            if fq.quant_min < -128 or fq.quant_max > 127 or \
-                    fq.quant_min >= 0:
-                bad.append(f'{fq.name}: range [{fq.quant_min}, '
-                           f'{fq.quant_max}] is not signed 8-bit')
-            elif fq.is_per_channel and bool((fq.zero_point != 0).any()):
-                bad.append(f'{fq.name}: per-channel weights with a non-zero '
-                           'zero-point')
-        if bad:
-            raise ValueError(
-                'rknn: the NPU runs int8 activations (asymmetric, '
-                "qdtype='qint8') and int8 symmetric weights "
-                '(RKNNQuantizer); found:\n  ' + '\n  '.join(bad))
 
     def final_model(self, onnx_model: onnx.ModelProto) -> onnx.ModelProto:
         model = super().final_model(onnx_model)

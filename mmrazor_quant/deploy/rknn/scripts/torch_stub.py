@@ -8,8 +8,8 @@ loads (for ``load_pytorch`` and its ``gdq`` quantizer) and pins
 ``torch.*`` submodule, attribute, class and call is a harmless dummy, so
 the toolkit imports without a 5 GB torch install.
 
-Imported under any other name (e.g. as ``mmrazor_quant.deploy.
-rknn_torch_stub`` in the main venv) it defines its classes and nothing
+Imported under any other name (e.g. loaded by path in the main
+venv) it defines its classes and nothing
 else: the import hook is installed only when it *is* ``torch``.
 """
 import importlib.abc

@@ -1,7 +1,8 @@
 """Build a QDQ ONNX model with rknn-toolkit2 and run it in the toolkit's
-x86 simulator; run by path in ``.venv-rknn``, never imported by the package.
+x86 simulator; run by path in ``.venv-rknn``, never imported by the package
+(it ships as package data, outside the importable modules).
 
-Usage: ``.venv-rknn/bin/python rknn_worker.py JOB.json``. The job (written
+Usage: ``.venv-rknn/bin/python worker.py JOB.json``. The job (written
 by :mod:`mmrazor_quant.deploy.external_env`) holds:
 
 * ``onnx``: the pre-quantized QDQ model; ``input_shape``: its fixed NCHW
@@ -16,7 +17,7 @@ by :mod:`mmrazor_quant.deploy.external_env`) holds:
   ``error``).
 
 The model is first rewritten as the toolkit reads Q/DQ pairs
-(``rknn_toolkit_encoding.py`` beside this file: zero-point-0 pairs at
+(``../toolkit_encoding.py``: zero-point-0 pairs at
 ``127/128`` of their scale, a Q/DQ pair before each residual add's conv);
 ``build(do_quantization=False)`` then keeps the model's own scales and
 zero-points; the toolkit calibrates nothing. The simulator runs the model
@@ -65,8 +66,8 @@ def _encoded(onnx_path, work_dir):
     """``onnx_path`` rewritten for the toolkit (in ``work_dir``) and the
     rewrite's counts."""
     import onnx
-    path = osp.join(osp.dirname(osp.abspath(__file__)),
-                    'rknn_toolkit_encoding.py')
+    path = osp.join(osp.dirname(osp.dirname(osp.abspath(__file__))),
+                    'toolkit_encoding.py')
     spec = importlib.util.spec_from_file_location('rknn_toolkit_encoding',
                                                   path)
     encoding = importlib.util.module_from_spec(spec)

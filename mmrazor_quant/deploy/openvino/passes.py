@@ -46,7 +46,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from .qparams_table import onnx_constants
+from ..qparams_table import ONNX_TYPE_MIN, onnx_constants
 
 __all__ = ['guard_fused_sum_inputs', 'guard_shared_quantize_inputs',
            'signed_grids_as_int8', 'FUSING_PRODUCERS']
@@ -55,15 +55,6 @@ __all__ = ['guard_fused_sum_inputs', 'guard_shared_quantize_inputs',
 #: post-op), through element-wise activations and clamps.
 FUSING_PRODUCERS = ('Conv', 'ConvTranspose', 'Gemm', 'MatMul')
 _PASS_THROUGH = ('Relu', 'Max', 'Min', 'Clip', 'Identity')
-#: Smallest value of each integer ONNX type used as a Q/DQ container.
-_TYPE_MIN = {
-    onnx.TensorProto.UINT8: 0,
-    onnx.TensorProto.INT8: -128,
-    onnx.TensorProto.UINT4: 0,
-    onnx.TensorProto.INT4: -8,
-    onnx.TensorProto.UINT16: 0,
-    onnx.TensorProto.INT16: -32768,
-}
 
 
 def _bias_add_input(node: onnx.NodeProto, values: Dict[str, np.ndarray]):
@@ -103,7 +94,7 @@ def _dq_lower_bound(dq: onnx.NodeProto, quantize: onnx.NodeProto,
                  if a.name == 'output_dtype'), 0)
     if zero_point is not None:
         elem = helper.np_dtype_to_tensor_dtype(zero_point.dtype)
-    type_min = _TYPE_MIN.get(elem or onnx.TensorProto.UINT8, 0)
+    type_min = ONNX_TYPE_MIN.get(elem or onnx.TensorProto.UINT8, 0)
     zp = 0 if zero_point is None else int(zero_point)
     return float((type_min - zp) * float(scale))
 

@@ -1,14 +1,13 @@
 """Exporter for OpenVINO's CPU plugin."""
 import onnx
-from torch import fx
 
 from mmrazor_quant.registry import EXPORTERS
-from ..openvino_passes import (
+from ..exporters.base import BaseExporter
+from .passes import (
     guard_fused_sum_inputs,
     guard_shared_quantize_inputs,
     signed_grids_as_int8,
 )
-from .base import BaseExporter, quantized_tensors
 
 __all__ = ['OpenVINOExporter']
 
@@ -37,19 +36,11 @@ class OpenVINOExporter(BaseExporter):
     signed activations (see :func:`signed_grids_as_int8`).
 
     Raises:
-        ValueError: From :meth:`export` if a grid needs more than 8 bits
-            (OpenVINO's int8 kernels take at most 256 levels).
+        ValueError: From :meth:`export` if a fake quant's scheme is not one
+            ``OpenVINOQuantizer``'s spec declares (e.g. more than 8 bits:
+            its int8 kernels take at most 256 levels).
     """
     backend = 'openvino'
-
-    def check_model(self, model: fx.GraphModule) -> None:
-        wide = [
-            fq.name for fq in quantized_tensors(model)
-            if fq.quant_max - fq.quant_min > 255
-        ]
-        if wide:
-            raise ValueError(f'openvino: {len(wide)} fake quant(s) use more '
-                             f'than 8 bits: {wide}')
 
     def final_model(self, onnx_model: onnx.ModelProto) -> onnx.ModelProto:
         model = super().final_model(onnx_model)

@@ -2,7 +2,7 @@
 
 rknn-toolkit2 re-quantizes int8 weights with the scale ``128 s / 127`` it
 derives from a zero-point-0 pair (see
-:mod:`~mmrazor_quant.deploy.rknn_toolkit_encoding`): whatever the QDQ
+:mod:`~mmrazor_quant.deploy.rknn.toolkit_encoding`): whatever the QDQ
 model holds, its weights end up in ``[-127, 126]`` steps of that scale. The
 exporter writes them so that the toolkit lands on our scale ``s`` and our
 integers, which works for every integer but ``+127`` (and ``-128`` for a

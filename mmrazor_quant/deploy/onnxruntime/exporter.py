@@ -7,9 +7,9 @@ import torch
 from torch import nn
 
 from mmrazor_quant.registry import EXPORTERS
+from ..exporters.base import BaseExporter, ExportResult
 from ..int32_bias import align_bias_to_int32_grid_, bias_grid_offsets
-from ..onnxruntime_passes import drop_clips_inside_grid
-from .base import BaseExporter, ExportResult
+from .passes import drop_clips_inside_grid
 
 __all__ = ['ONNXRuntimeExporter']
 

@@ -17,9 +17,8 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from .dead_code import remove_dead_code
-from .openvino_passes import _TYPE_MIN
-from .qparams_table import onnx_constants
+from ..dead_code import remove_dead_code
+from ..qparams_table import ONNX_TYPE_MIN, onnx_constants
 
 __all__ = ['drop_clips_inside_grid']
 
@@ -67,12 +66,12 @@ def _grid_range(quantize: onnx.NodeProto, values: Dict[str, np.ndarray],
     elem = types.get(zp_name) or next(
         (a.i for a in quantize.attribute if a.name == 'output_dtype'),
         0) or onnx.TensorProto.UINT8
-    if elem not in _TYPE_MIN:
+    if elem not in ONNX_TYPE_MIN:
         return None
     scale = float(scale)
     # x quantizes to type_min for every x <= low (and type_max for every
     # x >= high): round(x / s) + z saturates there.
-    low = (_TYPE_MIN[elem] - zero_point + 0.5 - _MARGIN) * scale
+    low = (ONNX_TYPE_MIN[elem] - zero_point + 0.5 - _MARGIN) * scale
     high = (_TYPE_MAX[elem] - zero_point - 0.5 + _MARGIN) * scale
     return low, high
 

@@ -4,21 +4,25 @@ script in the toolkit's own venv (``make rknn-env``)."""
 import os
 import os.path as osp
 import tempfile
-from typing import Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from mmrazor_quant.registry import RUNTIMES
-from .external_env import ExternalEnv
+from ..external_env import ExternalEnv
+from ..runtimes import BaseRuntime, Runner
 
-__all__ = ['RKNN_ENV', 'build_rknn', 'rknn_simulator_runner']
+__all__ = ['RKNN_ENV', 'build_rknn', 'RKNNSimulatorRuntime']
 
 #: The toolkit's venv (``.venv-rknn`` at the repository root, or
 #: ``$MMRAZOR_QUANT_RKNN_VENV``).
 RKNN_ENV = ExternalEnv(name='RKNN', venv='.venv-rknn',
                        make_target='rknn-env',
                        env_var='MMRAZOR_QUANT_RKNN_VENV')
-_WORKER = osp.join(osp.dirname(osp.abspath(__file__)), 'rknn_worker.py')
+#: The worker script, run by the toolkit's venv (package data, not a
+#: module of this package).
+_WORKER = osp.join(osp.dirname(osp.abspath(__file__)), 'scripts',
+                   'worker.py')
 #: The chip the toolkit builds for unless told otherwise.
 DEFAULT_PLATFORM = 'rk3588'
 
@@ -48,7 +52,7 @@ def build_rknn(onnx_path: str,
             simulator, batches of ``input_shape`` concatenated. Defaults to
             None.
         encode (bool): Write the model as the toolkit reads Q/DQ pairs
-            first (:mod:`~mmrazor_quant.deploy.rknn_toolkit_encoding`), so
+            first (:mod:`~mmrazor_quant.deploy.rknn.toolkit_encoding`), so
             that the ``.rknn`` holds its qparams; False hands the toolkit
             the model as it is. Defaults to True.
 
@@ -82,26 +86,31 @@ def build_rknn(onnx_path: str,
     return result, outputs
 
 
-@RUNTIMES.register_module(name='rknn_simulator')
-def rknn_simulator_runner(path: str,
-                          target_platform: str = DEFAULT_PLATFORM):
-    """A function running the QDQ ONNX ``path`` in rknn-toolkit2's x86
-    simulator: for each batch, one toolkit process builds ``path`` for a
+@RUNTIMES.register_module()
+class RKNNSimulatorRuntime(BaseRuntime):
+    """rknn-toolkit2's x86 simulator running the QDQ ONNX an ``.rknn`` was
+    built from: for each batch, one toolkit process builds the file for a
     batch of one, as the exporter built the ``.rknn``, and runs the samples
-    one by one.
-
-    Args:
-        path (str): The ``.onnx`` the ``.rknn`` was built from.
-        target_platform (str): The chip. Defaults to ``'rk3588'``.
-
-    Raises:
-        ToolchainMissing: If ``.venv-rknn`` is not built (at load time).
+    one by one. The NPU multiplies s8 activations by s8 weights.
     """
-    RKNN_ENV.python
+    name = 'rknn_simulator'
 
-    def run(x: np.ndarray) -> np.ndarray:
-        _, y = build_rknn(path, (1, ) + tuple(x.shape[1:]), target_platform,
-                          inputs=x)
-        return y
+    def load(self, path: str,
+             target_platform: str = DEFAULT_PLATFORM) -> Runner:
+        """A function running ``path``.
 
-    return run
+        Args:
+            path (str): The ``.onnx`` the ``.rknn`` was built from.
+            target_platform (str): The chip. Defaults to ``'rk3588'``.
+
+        Raises:
+            ToolchainMissing: If ``.venv-rknn`` is not built (at load time).
+        """
+        RKNN_ENV.python
+
+        def run(x: np.ndarray) -> List[np.ndarray]:
+            _, y = build_rknn(path, (1, ) + tuple(x.shape[1:]),
+                              target_platform, inputs=x)
+            return [y]
+
+        return run

@@ -30,7 +30,7 @@ The biases stay float: the toolkit puts them on the grid ``s_in * s_w`` it
 derives, which is ours again.
 
 This file imports only numpy and onnx: it runs in the toolkit's venv (by
-``rknn_worker.py``) as well as in the main one.
+``rknn/scripts/worker.py``) as well as in the main one.
 """
 from typing import Dict, List, Optional, Tuple
 

@@ -6,8 +6,8 @@ import onnx
 from torch import fx
 
 from mmrazor_quant.registry import EXPORTERS
+from ..exporters.base import BaseExporter
 from ..qparams_table import strip_qdq
-from .base import BaseExporter, quantized_tensors
 
 __all__ = ['TensorRTExporter']
 
@@ -36,8 +36,9 @@ class TensorRTExporter(BaseExporter):
         **kwargs: See :class:`BaseExporter`.
 
     Raises:
-        ValueError: From :meth:`export` if a fake quant is unsigned, has a
-            non-zero zero-point or is not 8-bit (each one is named).
+        ValueError: From :meth:`export` if a fake quant's scheme is not one
+            ``TensorRTQuantizer``'s spec declares (unsigned, asymmetric or
+            not 8-bit; each one is named).
     """
     backend = 'tensorrt'
 
@@ -48,21 +49,6 @@ class TensorRTExporter(BaseExporter):
             kwargs.setdefault('clip_narrow_range', False)
         super().__init__(**kwargs)
         self.implicit = implicit
-
-    def check_model(self, model: fx.GraphModule) -> None:
-        bad = []
-        for fq in quantized_tensors(model):
-            if fq.quant_min >= 0 or fq.quant_max > 127 or \
-                    fq.quant_min < -128:
-                bad.append(f'{fq.name}: range [{fq.quant_min}, '
-                           f'{fq.quant_max}] is not signed 8-bit')
-            elif bool((fq.zero_point != 0).any()):
-                bad.append(f'{fq.name}: non-zero zero-point (asymmetric)')
-        if bad:
-            raise ValueError(
-                'tensorrt needs signed symmetric int8 qparams with '
-                "zero-point 0 (TensorRTQuantizer, qdtype='qint8', "
-                'is_symmetry=True); found:\n  ' + '\n  '.join(bad))
 
     def side_files(self, onnx_model: onnx.ModelProto, model: fx.GraphModule,
                    stem: str) -> Dict[str, object]:

@@ -14,10 +14,10 @@ from mmrazor_quant.models.quantizers.litert_int8_matmul import (
 from mmrazor_quant.registry import EXPORTERS
 from ..atomic import atomic_outputs
 from ..dead_code import remove_dead_code
-from ..litert.onnx_to_tflite import convert_qdq_onnx
-from ..litert.runtime import load_interpreter, tflite_path_of
-from .base import ExportResult, quantized_tensors
-from .onnxruntime_exporter import ONNXRuntimeExporter
+from ..exporters.base import ExportResult, quantized_tensors
+from ..onnxruntime.exporter import ONNXRuntimeExporter
+from .onnx_to_tflite import convert_qdq_onnx
+from .runtime import load_interpreter, tflite_path_of
 
 __all__ = ['LiteRTExporter']
 
