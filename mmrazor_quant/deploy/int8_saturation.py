@@ -3,8 +3,8 @@
 x86 CPUs without VNNI multiply u8 activations by s8 weights with
 ``vpmaddubsw``, which adds two products into a saturating int16:
 ``255 * 127 * 2 > 32767``. onnxruntime's and OpenVINO's int8 kernels then
-differ from the simulation wherever a pair of products exceeds it (on
-random-weight zoo models 10-30 dB lower SQNR). VNNI (``vpdpbusd``)
+differ from the simulation wherever a pair of products exceeds it (the
+parity report then says so). VNNI (``vpdpbusd``)
 accumulates in int32 and is exact. Weights on 7 bits ([-63, 63]) stay below
 the bound on any CPU: ``255 * 64 * 2 < 32767`` (onnxruntime's
 ``reduce_range``, NNCF's ``overflow_fix``).

@@ -9,6 +9,8 @@ import torch
 from mmengine.evaluator import BaseMetric
 from mmengine.registry import METRICS
 
+from mmrazor_quant.utils.sqnr import sqnr_from_sums
+
 __all__ = ['FloatReferenceMetric']
 
 
@@ -56,7 +58,6 @@ class FloatReferenceMetric(BaseMetric):
         signal = sum(r['signal'] for r in results)
         noise = sum(r['noise'] for r in results)
         n = sum(r['n'] for r in results)
-        sqnr = float('inf') if noise == 0 else \
-            10 * np.log10(signal / noise)
         agree = sum(r['agree'] * r['n'] for r in results) / max(n, 1)
-        return dict(sqnr_db=float(sqnr), argmax_agreement=float(agree))
+        return dict(sqnr_db=sqnr_from_sums(signal, noise),
+                    argmax_agreement=float(agree))

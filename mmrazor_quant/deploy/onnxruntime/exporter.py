@@ -36,8 +36,7 @@ class ONNXRuntimeExporter(BaseExporter):
     inside its range is dropped (see :func:`drop_clips_inside_grid`).
 
     Warns if a bias is off the int32 grid: onnxruntime then rounds it and
-    drifts from the simulation (99.1 % top-1 agreement instead of 100 % on
-    the MNIST ResNet-18 of the tests).
+    drifts from the simulation.
 
     Args:
         float_bias (bool): :meth:`prepare_model` leaves the biases off the

@@ -24,12 +24,13 @@ class OpenVINOExporter(BaseExporter):
     the written model has a value-preserving ``Max`` before those inputs
     (see :func:`guard_fused_sum_inputs`): without it the CPU plugin fuses
     the ``Add`` as a sum post-op and skips the rounding of that input's
-    ``FakeQuantize``, drifting from the simulation (97.5 % top-1, 31 dB on
-    MNIST; 100 %, 52 dB with it). It has the same ``Max`` before each
+    ``FakeQuantize``, drifting from the simulation. It has the same ``Max``
+    before each
     ``QuantizeLinear`` on a conv output that a float consumer reads too (an
     FPN lateral conv feeding the upsampling; see
     :func:`guard_shared_quantize_inputs`), where the plugin would otherwise
-    quantize against a wrongly rescaled range (0 dB on that tensor). A
+    quantize against a wrongly rescaled range (every element its
+    zero-point). A
     signed tensor on an unsigned symmetric grid (zero-point 128) is written
     as int8 with zero-point 0, the same levels, so the plugin runs the convs
     reading it as i8 kernels without zero-point compensation, as NNCF's

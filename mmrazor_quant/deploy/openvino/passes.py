@@ -1,7 +1,7 @@
 """ONNX graph passes that make OpenVINO's CPU plugin compute what the
 simulation computes.
 
-What the plugin does (measured with OpenVINO 2026.4 on an AVX2 CPU, see
+What the plugin does (OpenVINO 2026.4's CPU plugin, see
 ``docs/deploy.md``): it reads each ``QuantizeLinear``/``DequantizeLinear``
 pair as a ``FakeQuantize`` and fuses ``Conv -> FakeQuantize -> Add -> ReLU
 -> FakeQuantize`` into one int8 convolution whose residual ``Add`` is a
@@ -26,10 +26,10 @@ transformations fold the conv's dequantization ``Multiply`` into the
 ``FakeQuantize``'s input range although the conv, whose other consumer
 needs float, still applies it: the ``FakeQuantize`` sees ``x`` against a
 range stretched by ``1 / (s_in * s_w)`` and returns its zero-point for every
-element (the tiny RetinaNet's 24x24 level: 0 dB on that tensor, 2-10 dB on
-the head outputs; onnxruntime 146 dB). :func:`guard_shared_quantize_inputs`
-puts the same value-preserving ``Max`` before such a ``QuantizeLinear``
-(147 dB).
+element (an FPN level of RetinaNet then carries nothing to the head).
+:func:`guard_shared_quantize_inputs` puts the same value-preserving ``Max``
+before such a ``QuantizeLinear``, and the plugin quantizes ``x`` on its own
+range.
 
 A third rewrite changes no value either: a tensor with negative values on an
 unsigned symmetric grid (zero-point 128 on ``[0, 255]``) is written as int8

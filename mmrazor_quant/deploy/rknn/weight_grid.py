@@ -10,7 +10,7 @@ full-range scheme). :func:`fit_weights_to_rknn_grid_` grows the scale of
 each channel that has such a weight just enough for its weights to round
 into the range (by less than 0.5 %), in the model itself, so that the
 simulation computes what the NPU runs. The weights are rounded once, from
-the float weights, as before.
+the float weights.
 """
 import torch
 from torch import nn

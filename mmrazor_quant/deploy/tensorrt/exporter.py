@@ -22,8 +22,8 @@ class TensorRTExporter(BaseExporter):
       ``Max`` at ``-127 * scale`` before it, as the simulation clamps there;
       activations on the full ``[-128, 127]`` need none and export as bare
       pairs. ``clip_narrow_range=False`` drops the ``Max`` (faster engine
-      fusion, but values below the grid then reach -128: an LSQ
-      MobileNetV2 measured 28 dB against its simulation that way);
+      fusion, but values below the grid then reach -128, where the
+      simulation clamps at -127);
     * ``implicit=True``: the float model (Q/DQ pairs removed, weights on
       their grid) plus ``<stem>.ranges.json`` mapping each quantized ONNX
       tensor to its dynamic range ``amax = scale * 127`` (what
