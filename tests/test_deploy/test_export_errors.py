@@ -39,9 +39,11 @@ def test_openvino_refuses_what_its_spec_does_not_declare(
         build_quantized('resnet', float_weights, 'AcademicQuantizer',
                         dict(qdtype='quint8', bit=8),
                         w_qscheme=dict(W8, bit=9)), digits[0], 1)
+    # each fake quant named by its layer and role
     with pytest.raises(ValueError, match=r'(?s)openvino does not execute '
-                       r'the scheme.*weight_fake_quant: w_qscheme\.bit must '
-                       r'be one of \(2, 3, 4, 5, 6, 7, 8\), got 9'):
+                       r'the scheme.*backbone\.conv1 \(weight\): '
+                       r'w_qscheme\.bit must be one of '
+                       r'\(2, 3, 4, 5, 6, 7, 8\), got 9'):
         export_model(model, digits[2][:2], str(tmp_path / 'm.onnx'),
                      'openvino')
     _assert_empty(tmp_path)

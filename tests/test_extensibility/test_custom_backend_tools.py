@@ -93,7 +93,7 @@ def test_toy_npu_is_listed_once_imported():
     assert 'toy_npu' in backend_names(deployable=True)
     backend = get_backend('toy_npu')
     assert (backend.quantizer, backend.exporter, backend.runtime) == (
-        'ToyNPUQuantizer', 'ToyNPUExporter', 'onnxruntime')
+        'ToyNPUQuantizer', 'ToyNPUExporter', 'toy_npu_reference')
 
 
 def test_unknown_export_backend_names_the_registered_ones(tmp_path):
