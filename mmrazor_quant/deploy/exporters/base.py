@@ -17,7 +17,7 @@ from ..onnx_export import INPUT_NAME, OUTPUT_NAME, export_onnx
 from ..qdq_fake_quantize import QDQFakeQuantize
 from ..qparams_table import fake_quant_qparams, onnx_qparams
 
-__all__ = ['BaseExporter', 'ExportResult']
+__all__ = ['BaseExporter', 'ExportResult', 'check_backend_scheme']
 
 
 @dataclass
@@ -98,17 +98,8 @@ class BaseExporter:
 
     def check_scheme(self, model: fx.GraphModule) -> None:
         """Raise ValueError naming each fake quant of ``model`` whose scheme
-        the backend does not execute: its declaration's ``BackendSpec`` (the
-        quantizer's ``scheme``) is the one source of what it runs."""
-        from mmrazor_quant.backends import all_backends
-        backend = all_backends().get(self.backend)
-        spec = None if backend is None else backend.scheme()
-        if spec is None:
-            return
-        spec.check_fake_quants(
-            ((fq.name or name, name.endswith('weight_fake_quant'),
-              fq.qscheme) for name, fq in model.named_modules()
-             if isinstance(fq, QDQFakeQuantize)), self.backend)
+        the backend does not execute (see :func:`check_backend_scheme`)."""
+        check_backend_scheme(model, self.backend)
 
     def side_files(self, onnx_model: onnx.ModelProto, model: fx.GraphModule,
                    stem: str) -> Dict[str, object]:
@@ -187,6 +178,28 @@ class BaseExporter:
         roles = {'onnx': onnx_path}
         roles.update({_role(p, stem): p for p in files})
         return ExportResult(onnx_path, roles, model, final)
+
+
+def check_backend_scheme(model: fx.GraphModule, backend: str) -> None:
+    """Raise ValueError naming each fake quant of the deploy model
+    ``model`` whose scheme the registered ``backend`` does not execute: its
+    declaration's ``BackendSpec`` (the quantizer's ``scheme``) is the one
+    source of what it runs. A backend without a spec (onnxruntime runs any
+    QDQ model) accepts every scheme.
+
+    Args:
+        model (fx.GraphModule): A deploy model.
+        backend (str): A registered backend's name.
+    """
+    from mmrazor_quant.backends import all_backends
+    declared = all_backends().get(backend)
+    spec = None if declared is None else declared.scheme()
+    if spec is None:
+        return
+    spec.check_fake_quants(
+        ((fq.name or name, name.endswith('weight_fake_quant'), fq.qscheme)
+         for name, fq in model.named_modules()
+         if isinstance(fq, QDQFakeQuantize)), backend)
 
 
 def _architecture(qmodel: nn.Module) -> Optional[nn.Module]:

@@ -79,9 +79,10 @@ class NCNNExporter(BaseExporter):
         """Export a calibrated ``MMArchitectureQuant`` (see the class).
 
         Raises:
-            ValueError: If it was quantized for another backend, or
-                (:class:`~.model_writer.NCNNExportError`) an op or a
-                quantization ncnn cannot run, named with its layer.
+            ValueError: If it was quantized for another backend, if a fake
+                quant's scheme is not one ncnn's ``BackendSpec`` declares
+                (each named), or (:class:`~.model_writer.NCNNExportError`)
+                an op or a placement ncnn cannot run, named with its layer.
             ImportError: If ``verify`` and ncnn is not installed.
         """
         self.check_quantizer(qmodel)

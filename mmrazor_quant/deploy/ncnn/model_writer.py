@@ -35,11 +35,10 @@ import torch
 import torch.nn.functional as F
 from torch import fx, nn
 
-from mmrazor_quant.structures.quantization import RoundingPolicy
+from ..exporters.base import check_backend_scheme
 from ..qdq_fake_quantize import QDQFakeQuantize
 from ..weight_quantized_layer import WeightQuantizedLayer
 from .arithmetic import (
-    INT8_RANGE,
     int8_layer_inputs,
     integer_weight,
     ncnn_multiplier,
@@ -238,9 +237,7 @@ class _Builder:
     def _weighted(self, node: fx.Node, module: nn.Module) -> None:
         quantized = self.quantized.get(node)
         if quantized is not None:
-            fq_node, fq = quantized
-            _check_activation_scheme(fq, node.target)
-            bottom = fq_node.args[0]
+            bottom = quantized[0].args[0]
         else:
             bottom = node.args[0]
         layer = module.layer if isinstance(module,
@@ -299,7 +296,7 @@ class _Builder:
                 data.append(_float_data(bias.detach().numpy(), False))
             return data, None, None
         fq = module.weight_fake_quant
-        _check_weight_scheme(fq, node.target)
+        _check_weight_axis(fq, node.target)
         codes = integer_weight(module).numpy()
         w_scales = ncnn_multiplier(fq.scale)
         in_scale = ncnn_multiplier(quantized[1].scale)
@@ -486,41 +483,13 @@ def _flat_outputs(args) -> List[fx.Node]:
     return [n for a in args for n in _flat_outputs(a)]
 
 
-def _check_activation_scheme(fq: QDQFakeQuantize, layer: str) -> None:
-    name = fq.name or layer
-    if fq.is_per_channel:
-        raise NCNNExportError(f'ncnn: {name} (input of {layer}) is '
-                              'per-channel; ncnn takes one input scale')
-    if fq.zero_point.abs().max() != 0:
-        raise NCNNExportError(
-            f'ncnn: {name} (input of {layer}) is asymmetric (zero-point '
-            f'{int(fq.zero_point.reshape(-1)[0])}); ncnn has no zero-point: '
-            'quantize activations symmetric on [-127, 127] '
-            '(NCNNQuantizer)')
-    _check_grid(fq, name, layer)
-
-
-def _check_weight_scheme(fq: QDQFakeQuantize, layer: str) -> None:
-    name = fq.name or f'{layer}.weight'
-    if fq.zero_point.abs().max() != 0:
-        raise NCNNExportError(f'ncnn: the weight of {layer} is asymmetric; '
-                              'ncnn has no zero-point')
+def _check_weight_axis(fq: QDQFakeQuantize, layer: str) -> None:
+    """What ncnn's scheme (its ``BackendSpec``) cannot say: one weight scale
+    per output channel, the first axis."""
     if fq.is_per_channel and fq.ch_axis != 0:
         raise NCNNExportError(f'ncnn: the weight of {layer} is quantized '
                               f'along axis {fq.ch_axis}; ncnn\'s scales are '
                               'per output channel')
-    _check_grid(fq, name, layer)
-
-
-def _check_grid(fq: QDQFakeQuantize, name: str, layer: str) -> None:
-    if (fq.quant_min, fq.quant_max) != INT8_RANGE:
-        raise NCNNExportError(
-            f'ncnn: {name} ({layer}) quantizes to [{fq.quant_min}, '
-            f'{fq.quant_max}]; ncnn\'s int8 grid is {list(INT8_RANGE)}')
-    if fq.qscheme.rounding is not RoundingPolicy.HALF_AWAY_FROM_ZERO:
-        raise NCNNExportError(
-            f'ncnn: {name} ({layer}) rounds {fq.qscheme.rounding.value}; '
-            'ncnn rounds half away from zero')
 
 
 def build_ncnn_model(model: fx.GraphModule, input_shape: Sequence[int],
@@ -538,9 +507,13 @@ def build_ncnn_model(model: fx.GraphModule, input_shape: Sequence[int],
             to True.
 
     Raises:
-        NCNNExportError: If an op has no ncnn layer here, or a quantized
-            tensor is not on ncnn's grid; the message names the layer.
+        ValueError: If a fake quant's scheme is not one ncnn executes
+            (:class:`NCNNQuantizer`'s ``BackendSpec``: symmetric int8 on
+            ``[-127, 127]``, rounding half away from zero), naming each.
+        NCNNExportError: If an op has no ncnn layer here; the message names
+            the layer.
     """
+    check_backend_scheme(model, 'ncnn')
     for node in model.graph.nodes:
         if node.op == 'placeholder' and node.users:
             node.meta['ncnn_shape'] = tuple(input_shape)
