@@ -137,12 +137,15 @@ def test_ptq_tool_runs_on_coco_folder(key, coco_folder, tmp_path):
     assert [o.name for o in graph.output] == [
         f'{group}_{level}' for group in ('cls_scores', 'bbox_preds')
         for level in range(5)]  # the deploy_cfg's groups, per FPN level
+    # the parity report every task prints: the lowest SQNR over the ten
+    # head outputs, and the share of decoded boxes the runtime reproduces
     match = re.search(
-        r'openvino vs simulation on 4 images: lowest head-output SQNR '
-        r'([\d.]+) dB, ([\d.]+)% of the decoded boxes reproduced',
+        r'parity with the simulation \(openvino, 4 samples\):\n'
+        r'  boxes agreement : ([\d.]+) %\n.*\n'
+        r'  output SQNR     : ([\d.]+) dB \(lowest of 10 outputs\)',
         proc.stdout + proc.stderr)
     assert match, (proc.stdout + proc.stderr)[-3000:]
     # Random R50 weights and one calibration batch amplify rounding flips
     # (measured 30.0 dB, 92.5% of the boxes; trained detectors in
     # test_parity.py: > 35 dB, all boxes).
-    assert float(match[1]) > 20 and float(match[2]) >= 80, match[0]
+    assert float(match[2]) > 20 and float(match[1]) >= 80, match[0]
