@@ -12,9 +12,17 @@ import torch
 from torch import nn
 
 from mmrazor_quant.deploy import WeightQuantizedLayer, export_model
-from mmrazor_quant.deploy.ncnn import NCNNExportError, float2int8
+from mmrazor_quant.deploy.ncnn import (
+    NCNNExportError,
+    float2int8,
+    ncnn_deploy_model,
+)
 from mmrazor_quant.deploy.ncnn.model_writer import INT8_TAG
-from mmrazor_quant.deploy.parity import check_parity
+from mmrazor_quant.deploy.parity import (
+    check_parity,
+    output_step,
+    run_parity,
+)
 from mmrazor_quant.deploy.runtimes import load_runtime
 from mmrazor_quant.models.fake_quants import (
     LearnableFakeQuantize,
@@ -132,7 +140,7 @@ def test_files_carry_the_model_scales(ptq, digits, tmp_path):
     assert sorted(result.files) == ['bin', 'fp32_bin', 'fp32_param',
                                     'param', 'qparams', 'table']
     layers = read_int8_layers(str(tmp_path / 'r'))
-    sims = int8_layers(result.deploy_model)
+    sims = int8_layers(ncnn_deploy_model(result.deploy_model))
     assert len(layers) == len(sims) == 21  # 20 convs and the head
     table = {}
     with open(result.files['table']) as f:
@@ -182,6 +190,32 @@ def test_lsq_scales_land_in_the_bin(lsq, digits, tmp_path):
     assert report.agreement >= 0.999 and report.sqnr_db >= 45
 
 
+def test_runtime_plugin_declares_and_simulates_ncnns_arithmetic(
+        ptq, digits, tmp_path):
+    """The ncnn runtime plugin declares its arithmetic (the float32
+    reciprocal of the scale, exact int32 sums, no saturating u8 x s8
+    kernels), and its simulation turns the deploy model into ncnn's int8
+    layers: the parity pipeline gives the same figures for the deploy model
+    the export wrote as for ncnn's simulation of it."""
+    from mmrazor_quant.deploy import build_deploy_model, get_runtime
+    runtime = get_runtime('ncnn')
+    assert (runtime.quantizes_by, runtime.accumulates_exactly) == (
+        'multiplication', True)
+    assert not runtime.int8_saturates(packing=False)
+    result = export_model(ptq, digits[2][:2], str(tmp_path / 'p.onnx'),
+                          'ncnn')
+    x = digits[2][:64]
+    exported = run_parity(result.deploy_model, result.onnx_path, x, 'ncnn',
+                          packing=False)
+    simulated = run_parity(ncnn_deploy_model(build_deploy_model(ptq)),
+                           result.onnx_path, x, 'ncnn', packing=False)
+    assert (exported.sqnr_db, exported.max_abs_diff, exported.agreement) \
+        == (simulated.sqnr_db, simulated.max_abs_diff, simulated.agreement)
+    assert exported.agreement == 1.0 and exported.sqnr_db >= 45
+    # in steps of the head's input grid, as for every other runtime
+    assert exported.output_step == output_step(result.deploy_model) < 1
+
+
 def test_perturbed_scale_moves_the_runtime_as_the_simulation(
         ptq, digits, tmp_path):
     """One input scale in the middle of the network cut to a quarter: ncnn's
@@ -196,7 +230,7 @@ def test_perturbed_scale_moves_the_runtime_as_the_simulation(
         path = str(tmp_path / f'x{factor}.onnx')
         result = export_model(model, x[:2], path, 'ncnn')
         with torch.no_grad():
-            sim = result.deploy_model(x).numpy()
+            sim = ncnn_deploy_model(result.deploy_model)(x).numpy()
         runs.append((sim, load_runtime('ncnn', path)(x.numpy())))
     (sim0, rt0), (sim1, rt1) = runs
     # the scale matters: the logits move by a fifth of their range
@@ -237,7 +271,7 @@ def test_ties_round_away_from_zero(tmp_path):
         assert torch.equal(qmodel(x, mode='tensor').reshape(-1), expected)
     result = export_model(qmodel, x, str(tmp_path / 't.onnx'), 'ncnn')
     with torch.no_grad():
-        sim = result.deploy_model(x).reshape(-1)
+        sim = ncnn_deploy_model(result.deploy_model)(x).reshape(-1)
     out = load_runtime('ncnn', result.onnx_path)(x.numpy()).reshape(-1)
     assert torch.equal(sim, expected)
     assert np.array_equal(out, expected.numpy())

@@ -15,7 +15,6 @@ from ..atomic import atomic_outputs
 from ..deploy_model import build_deploy_model
 from ..exporters.base import BaseExporter, ExportResult
 from ..qparams_table import fake_quant_qparams
-from .arithmetic import ncnn_deploy_model
 from .model_writer import NCNNModel, build_ncnn_model
 from .runtime import blob_names, import_ncnn, load_net
 
@@ -40,9 +39,10 @@ class NCNNExporter(BaseExporter):
     * ``<stem>.qparams.json``: every fake quant's scheme and qparams.
 
     The files are checked to load and run in ncnn before any is written
-    (all or none). :attr:`ExportResult.deploy_model` computes as ncnn's
-    int8 layers do (:func:`~.arithmetic.ncnn_deploy_model`): the parity
-    check compares the runtime with it.
+    (all or none). :attr:`ExportResult.deploy_model` is the deploy model
+    written; the ``ncnn`` runtime's simulation computes it as ncnn's int8
+    layers do (:func:`~.arithmetic.ncnn_deploy_model`), which the parity
+    pipeline compares the runtime with.
 
     Args:
         verify (bool): Load the files in ncnn and run one sample before
@@ -97,7 +97,6 @@ class NCNNExporter(BaseExporter):
         shape = tuple(example_input.shape[1:])
         int8 = build_ncnn_model(model, shape)
         fp32 = build_ncnn_model(model, shape, int8=False)
-        simulation = ncnn_deploy_model(model)
         texts = {
             f'{stem}.param': int8.param_text(),
             f'{stem}.table': int8.table_text(),
@@ -125,7 +124,7 @@ class NCNNExporter(BaseExporter):
             'table': f'{stem}.table', 'fp32_param': f'{stem}_fp32.param',
             'fp32_bin': f'{stem}_fp32.bin',
             'qparams': f'{stem}.qparams.json'}
-        return ExportResult(f'{stem}.param', roles, simulation, None)
+        return ExportResult(f'{stem}.param', roles, model, None)
 
     @staticmethod
     def _verify(model: NCNNModel, param: str, weights: str,

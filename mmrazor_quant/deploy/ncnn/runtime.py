@@ -10,6 +10,7 @@ from torch import fx, nn
 
 from mmrazor_quant.registry import RUNTIMES
 from ..runtimes import BaseRuntime, Runner
+from .arithmetic import NCNNInt8Layer, ncnn_deploy_model
 
 __all__ = ['NCNNRuntime', 'ncnn_paths_of', 'load_net', 'MISSING_RUNTIME',
            'NCNN_VERSION']
@@ -120,8 +121,8 @@ class NCNNRuntime(BaseRuntime):
     pair of products saturates.
 
     The simulation is :func:`~.arithmetic.ncnn_deploy_model` of the deploy
-    model (each int8 layer replaced by an :class:`~.arithmetic.NCNNInt8Layer`
-    computing the above); the exporter's ``deploy_model`` is that already.
+    model: each int8 layer replaced by an :class:`~.arithmetic.NCNNInt8Layer`
+    computing the above.
     """
     name = 'ncnn'
     quantizes_by = 'multiplication'
@@ -131,9 +132,7 @@ class NCNNRuntime(BaseRuntime):
     def simulation(self, model: nn.Module, **options) -> Iterator[nn.Module]:
         """Yield ``model`` computing as ncnn does: a copy with
         :class:`~.arithmetic.NCNNInt8Layer` in place of each quantized conv
-        and linear (``model`` itself if it has them already, as the
-        exporter's deploy model does)."""
-        from .arithmetic import NCNNInt8Layer, ncnn_deploy_model
+        and linear (``model`` itself if it has them already)."""
         if isinstance(model, fx.GraphModule) and not any(
                 isinstance(m, NCNNInt8Layer) for m in model.modules()):
             model = ncnn_deploy_model(model)
