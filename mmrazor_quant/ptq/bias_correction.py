@@ -58,10 +58,12 @@ def output_channel_means(gm: fx.GraphModule, name: str, inputs: Tensor,
     def hook(mod, args):
         nonlocal total, count
         out = preactivation(mod, args[0])
-        dims = [d for d in range(out.dim()) if d != 1]
+        # a linear layer's channels are last ([N, tokens, C] too)
+        channel = out.dim() - 1 if isinstance(mod, nn.Linear) else 1
+        dims = [d for d in range(out.dim()) if d != channel]
         part = out.sum(dims)
         total = part if total is None else total + part
-        count += out.numel() // out.shape[1]
+        count += out.numel() // out.shape[channel]
         raise _Stop
 
     handle = module.register_forward_pre_hook(hook)

@@ -43,3 +43,17 @@ def test_bias_correction_reduces_mean_output_error(float_state, digits):
     assert after < 0.1 * before
     # also on digits it never saw
     assert after_unseen < 0.6 * before_unseen
+
+
+def test_channel_means_of_a_linear_layer_over_tokens():
+    """A linear layer on [N, tokens, C] has its channels last: the means
+    are over N and the tokens (a transformer's, or an imported CTC head's
+    layers)."""
+    import torch
+    from torch import fx, nn
+    torch.manual_seed(0)
+    gm = fx.symbolic_trace(nn.Sequential(nn.Linear(4, 3), nn.ReLU()))
+    x = torch.randn(6, 5, 4)
+    means = output_channel_means(gm, '0', x, batch_size=4)
+    expected = gm.get_submodule('0')(x).mean(dim=(0, 1))
+    torch.testing.assert_close(means, expected)
