@@ -17,6 +17,7 @@ folding adds to the folded bias unchanged).
 from typing import Dict, List, Optional, Sequence
 
 import torch
+import torch.nn.functional as F
 from mmengine.logging import MMLogger
 from torch import Tensor, fx, nn
 
@@ -89,25 +90,43 @@ def all_output_channel_means(gm: fx.GraphModule, names: Sequence[str],
 
     def hook_of(name):
 
-        def hook(mod, args):
-            out = preactivation(mod, args[0])
-            channel = out.dim() - 1 if isinstance(mod, nn.Linear) else 1
-            part = out.sum([d for d in range(out.dim()) if d != channel])
+        # A forward hook on the layer run without its fused ReLU sees the
+        # pre-activation output and applies the ReLU itself: one conv per
+        # layer, not two.
+        def hook(mod, args, out):
+            part, count = _channel_sums(mod, out)
             totals[name] = totals[name] + part if name in totals else part
-            counts[name] = counts.get(name, 0) + \
-                out.numel() // out.shape[channel]
+            counts[name] = counts.get(name, 0) + count
+            return F.relu(out) if type(mod)._with_relu else out
 
         return hook
 
-    handles = [gm.get_submodule(n).register_forward_pre_hook(hook_of(n))
-               for n in names]
+    modules = [gm.get_submodule(n) for n in names]
+    handles = [m.register_forward_hook(hook_of(n))
+               for n, m in zip(names, modules)]
+    for module in modules:
+        module._with_relu = False  # instance attribute shadows the class one
     try:
         for batch in inputs.split(batch_size):
             gm(batch)
     finally:
         for handle in handles:
             handle.remove()
+        for module in modules:
+            module.__dict__.pop('_with_relu', None)
     return {n: totals[n] / counts[n] for n in names}
+
+
+def _channel_axis(module: nn.Module, out: Tensor) -> int:
+    # a linear layer's channels are last ([N, tokens, C] too)
+    return out.dim() - 1 if isinstance(module, nn.Linear) else 1
+
+
+def _channel_sums(module: nn.Module, out: Tensor):
+    """``(per-channel sum of out, values per channel)``."""
+    channel = _channel_axis(module, out)
+    return (out.sum([d for d in range(out.dim()) if d != channel]),
+            out.numel() // out.shape[channel])
 
 
 @torch.no_grad()
@@ -212,27 +231,36 @@ def _correct_in_one_pass(gm: fx.GraphModule, names: Sequence[str],
         if node.op == 'call_module' and str(node.target) in wanted:
             name = str(node.target)
             module = gm.get_submodule(name)
-            total, count = 0.0, 0
-            for runner in runners:
-                x = runner.env[node.args[0]]
-                out = preactivation(module, x)
-                channel = out.dim() - 1 if isinstance(module, nn.Linear) \
-                    else 1
-                total = total + out.sum(
-                    [d for d in range(out.dim()) if d != channel])
-                count += out.numel() // out.shape[channel]
-            delta = float_means[name] - total / count
+            outs = [preactivation(module, runner.env[node.args[0]])
+                    for runner in runners]
+            sums = [_channel_sums(module, out) for out in outs]
+            delta = float_means[name] - sum(p for p, _ in sums) / sum(
+                c for _, c in sums)
             _add_bias(module, delta)
             done += 1
             logger.info(f'PTQ correct_bias [{done}/{len(names)}] {name}: '
                         f'mean |shift| {delta.abs().mean():.3g}')
+            # the layer's output with its corrected bias, from the
+            # pre-activation already computed
+            shape = [1] * outs[0].dim()
+            shape[_channel_axis(module, outs[0])] = -1
+            for runner, out in zip(runners, outs):
+                out = out + delta.view(shape)
+                runner.env[node] = F.relu(out) if type(module)._with_relu \
+                    else out
+                _free(runner, node, last_use)
+            continue
         if node.op == 'output':
             break
         for runner in runners:
             runner.env[node] = runner.run_node(node)
-            for arg in node.all_input_nodes:
-                if last_use.get(arg) is node:
-                    del runner.env[arg]
+            _free(runner, node, last_use)
+
+
+def _free(runner: fx.Interpreter, node: fx.Node, last_use: dict) -> None:
+    for arg in node.all_input_nodes:
+        if last_use.get(arg) is node:
+            del runner.env[arg]
 
 
 correct_bias.stage = 'after_calibration'

@@ -65,9 +65,12 @@ def test_one_pass_gives_the_layer_by_layer_corrections(float_state, digits):
     assert len(names) == 21
     ours, theirs = dict(model.named_parameters()), dict(
         twin.named_parameters())
+    # the same up to float32 summation order (the one pass adds the bias
+    # change to the pre-activation it computed; a value on a rounding tie
+    # of a later fake quant may then move a step: 4e-5 at the last layer)
     for key, value in ours.items():
-        torch.testing.assert_close(theirs[key], value, rtol=1e-4,
-                                   atol=1e-5, msg=key)
+        torch.testing.assert_close(theirs[key], value, rtol=0, atol=2e-4,
+                                   msg=key)
 
 
 def test_channel_means_of_a_linear_layer_over_tokens():
