@@ -23,11 +23,11 @@ Formats (CHANGELOG.md):
   the quantizer); OpenVINO's fake quants of a residual branch that now
   stays float are dropped; RKNN's fake quant of the average pool's output
   is new, so it is reported for recalibration.
-* 3: mmrazor_quant 0.3.0. OpenVINO quantizes no input of an add or mul by a constant (a
-  scale-shift the plugin runs as a post-op, e.g. ScaleNorm's ``* g``, a
-  ViT's score scale, PP-LCNet's ``x * s + b``): migrated from 2 by leaving
-  out those fake quants (reported as not in the current placement; the
-  model then rounds once where it rounded twice).
+* 3: mmrazor_quant 0.3.0. OpenVINO quantizes no input of an add or mul
+  by a constant (a scale-shift the plugin runs as a post-op, e.g.
+  ScaleNorm's ``* g``, a ViT's score scale, PP-LCNet's ``x * s + b``):
+  migrated from 2 by leaving out those fake quants (reported as not in the
+  current placement; the model then rounds once where it rounded twice).
 """
 import re
 from dataclasses import dataclass, field
