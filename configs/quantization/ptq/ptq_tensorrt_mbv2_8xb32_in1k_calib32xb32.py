@@ -5,7 +5,7 @@
 _base_ = [
     'mmcls::mobilenet_v2/mobilenet-v2_8xb32_in1k.py',
     '../deploy_cfgs/mmcls/classification_tensorrt-int8-explicit_dynamic-224x224.py',  # noqa: E501
-    '../_base_/qconfigs/tensorrt_w8a8.py', './_base_/in1k_ptq.py'
+    '../_base_/qconfigs/tensorrt_w8a8.py', './_base_/calib32_ddp.py'
 ]
 
 float_checkpoint = 'https://download.openmmlab.com/mmclassification/v0/mobilenet_v2/mobilenet_v2_batch256_imagenet_20200708-3b2dc3af.pth'  # noqa: E501

@@ -5,7 +5,7 @@
 _base_ = [
     'mmcls::resnet/resnet18_8xb32_in1k.py',
     '../deploy_cfgs/mmcls/classification_tensorrt-int8-explicit_dynamic-224x224.py',  # noqa: E501
-    '../_base_/qconfigs/tensorrt_w8a8.py', './_base_/in1k_ptq.py'
+    '../_base_/qconfigs/tensorrt_w8a8.py', './_base_/calib32_ddp.py'
 ]
 
 float_checkpoint = 'https://download.openmmlab.com/mmclassification/v0/resnet/resnet18_8xb32_in1k_20210831-fbbb1da6.pth'  # noqa: E501

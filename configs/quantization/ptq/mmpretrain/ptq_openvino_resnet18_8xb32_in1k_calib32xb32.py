@@ -9,7 +9,7 @@
 _base_ = [
     'mmpretrain::resnet/resnet18_8xb32_in1k.py',
     '../../deploy_cfgs/mmpretrain/classification_openvino_dynamic-224x224.py',  # noqa: E501
-    '../../_base_/qconfigs/openvino_w8a8.py', '../_base_/in1k_ptq.py'
+    '../../_base_/qconfigs/openvino_w8a8.py', '../_base_/calib32_ddp.py'
 ]
 
 # mmpretrain's ResNet-18 weights are mmcls's (the same state dict keys).
