@@ -1,7 +1,7 @@
 # The PTQ loop and wrapper of the ImageNet and MNIST classification configs
-# (as MMRazor's): 32 calibration batches and the DDP wrapper of the
-# quantized model. The calibration loader names the codebase's dataset, so
-# each config writes it.
+# and of the COCO detection ones (as MMRazor's): 32 calibration batches and
+# the DDP wrapper of the quantized model. The calibration loader names the
+# codebase's dataset, so each config writes it.
 model_wrapper_cfg = dict(
     type='mmrazor_quant.MMArchitectureQuantDDP',
     broadcast_buffers=False,
