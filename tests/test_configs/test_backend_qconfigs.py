@@ -27,13 +27,6 @@ QUANT_CONFIGS = sorted(
         osp.join(CONFIG_DIR, 'quantization', '**', '*.py'), recursive=True)
     if not {'_base_', 'deploy_cfgs'} & set(
         osp.relpath(p, CONFIG_DIR).split(osp.sep)))
-# QAT configs built on a PTQ config of the same model: the PTQ config brings
-# its scheme file's keys, and mmengine refuses two bases that define the
-# same key, so these replace the qconfig inline (``_delete_=True``).
-ON_ANOTHER_SCHEME = {
-    'quantization/qat/detection/lsq_openvino_yolox_tiny_digits.py',
-    'quantization/qat/pose/lsq_openvino_simplebaseline_r18_digits.py',
-}
 QCONFIG_KEYS = ('w_observer', 'a_observer', 'w_fake_quant', 'a_fake_quant',
                 'w_qscheme', 'a_qscheme')
 
@@ -115,8 +108,7 @@ def test_no_config_writes_a_scheme_inline():
     for name in QUANT_CONFIGS:
         with open(osp.join(CONFIG_DIR, name)) as f:
             text = f.read()
-        if name in ON_ANOTHER_SCHEME or not all(f'{key}=' in text
-                                                for key in QCONFIG_KEYS):
+        if not all(f'{key}=' in text for key in QCONFIG_KEYS):
             continue
         quantizer = Config.fromfile(osp.join(CONFIG_DIR,
                                              name)).model.quantizer.to_dict()
@@ -125,8 +117,3 @@ def test_no_config_writes_a_scheme_inline():
                        quantizer['type'], quantizer['global_qconfig'])]
     assert not inline, inline
 
-
-@pytest.mark.parametrize('name', sorted(ON_ANOTHER_SCHEME))
-def test_inline_exceptions_still_build_on_another_scheme(name):
-    with open(osp.join(CONFIG_DIR, name)) as f:
-        assert "_base_ = ['../../ptq/" in f.read()

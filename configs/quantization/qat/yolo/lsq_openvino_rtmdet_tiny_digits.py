@@ -10,18 +10,15 @@ _base_ = ['../../ptq/yolo/ptq_openvino_rtmdet_tiny_digits.py']
 
 model = dict(
     quantizer=dict(
+        # the PTQ config's asymmetric grid (OpenVINO's rounding of SiLU
+        # outputs, see it), started by min-max; the zero-point stays the
+        # first batch's, only the scale is learned
         global_qconfig=dict(
-            _delete_=True,
-            w_observer=dict(type='mmrazor_quant.PerChannelMinMaxObserver'),
             a_observer=dict(type='mmrazor_quant.MinMaxObserver'),
             w_fake_quant=dict(type='mmrazor_quant.LearnableFakeQuantize'),
             a_fake_quant=dict(type='mmrazor_quant.LearnableFakeQuantize'),
-            w_qscheme=dict(qdtype='qint8', bit=8, is_symmetry=True,
-                           is_symmetric_range=True),
-            # the PTQ config's asymmetric grid (OpenVINO's rounding of
-            # SiLU outputs, see it); the zero-point stays the first
-            # batch's, only the scale is learned
-            a_qscheme=dict(qdtype='quint8', bit=8, is_symmetry=False))))
+            a_qscheme=dict(
+                _delete_=True, qdtype='quint8', bit=8, is_symmetry=False))))
 model_wrapper_cfg = dict(
     type='mmrazor_quant.MMArchitectureQuantDDP',
     broadcast_buffers=False,
