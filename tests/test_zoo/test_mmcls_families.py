@@ -19,15 +19,15 @@ FAMILIES = Config.fromfile('configs/model_zoo/mmcls_families.py').families
 #: By default ``make test`` runs the families below from mmcls's configs,
 #: one per kind of graph the tracer and quantizers must handle (residual
 #: CNN, depthwise with Hardswish and SE, Swish with SE, LayerNorm and GELU,
-#: attention with a class token, shifted windows, a conv/attention hybrid,
-#: channel shuffle); ``MMRAZOR_QUANT_ZOO=all`` runs all 32 (about 4 min on
-#: 2 quiet cores), ``MMRAZOR_QUANT_ZOO=deit,swin`` picks some.
+#: attention with a class token, shifted windows);
+#: ``MMRAZOR_QUANT_ZOO=all`` runs all 32 (about 4 min on 2 quiet cores),
+#: ``MMRAZOR_QUANT_ZOO=mobilevit,shufflenet_v2`` picks some.
 MMCLS_DEFAULT = ('resnet50', 'mobilenet_v3', 'efficientnet', 'convnext',
-                 'deit', 'swin', 'mobilevit', 'shufflenet_v2')
-#: mmpretrain's models are mmcls's code renamed: by default its configs of
-#: two families run (the renamed DeiT config, a CNN), all 32 with
-#: ``MMRAZOR_QUANT_ZOO_PRETRAIN=all`` (passed, docs/model_zoo.md).
-PRETRAIN_DEFAULT = ('deit', 'mobilenet_v2')
+                 'deit', 'swin')
+#: mmpretrain's models are mmcls's code renamed: by default its renamed
+#: DeiT config runs, all 32 with ``MMRAZOR_QUANT_ZOO_PRETRAIN=all``
+#: (passed, docs/model_zoo.md).
+PRETRAIN_DEFAULT = ('deit', )
 
 
 def _selected(name: str, scope: str):
