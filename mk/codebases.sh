@@ -84,7 +84,9 @@ $PIP install -q --no-deps "$wheel"
 PATTERN="torchvision-$TORCHVISION-*.whl"
 wheel=$(find_wheel "$@")
 if [ -z "$wheel" ]; then repack_torchvision; wheel=$(find_wheel); fi
-$PIP install -q --no-deps "$wheel"
+# Forced: the `onnx` extra (onnx2torch) already installed the published
+# 0.28.0, and pip would keep it as the same version.
+$PIP install -q --no-deps --force-reinstall "$wheel"
 
 $PY -c "import mmseg, mmpose, mmyolo, mmpretrain, torchvision, xtcocotools.mask; \
 print('codebases: mmseg', mmseg.__version__, 'mmpose', mmpose.__version__, \

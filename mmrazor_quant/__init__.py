@@ -5,7 +5,7 @@ themselves in :mod:`mmrazor_quant.registry` when their files are imported
 (``register_all_modules()`` or a registry ``locations=`` lookup).
 """
 
-__version__ = '0.2.0'
+__version__ = '0.3.0'
 
 __all__ = ['__version__', 'digit_version']
 

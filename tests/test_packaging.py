@@ -134,7 +134,11 @@ def test_wheel_with_the_mmcls_extra_runs_a_classification_ptq(tmp_path):
     ], cwd=str(tmp_path)).strip().splitlines()[-1]
     module_file, versions = json.loads(meta)
     assert module_file.startswith(site)
-    assert versions == dict(version=_version(), quant_state_format=2)
+    from mmrazor_quant.models.algorithms.quant_state_format import (
+        QUANT_STATE_FORMAT,
+    )
+    assert versions == dict(version=_version(),
+                            quant_state_format=QUANT_STATE_FORMAT)
 
     # A codebase the venv lacks: the key that names it and the extra.
     det = osp.join(ROOT, 'configs', 'detection', 'retinanet_tiny_digits.py')

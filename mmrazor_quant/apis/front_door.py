@@ -123,7 +123,9 @@ def quantize_model(model: nn.Module,
             default_quantizer`).
         ptq_passes (list[dict], optional): PTQ passes, as ``PTQLoop``
             takes them (``dict(type='equalize_cross_layer')`` runs before
-            calibration, ``dict(type='adaround')`` after, ...).
+            calibration, ``dict(type='adaround')`` after, ...). Defaults
+            to bias correction (:data:`~mmrazor_quant.frontends.defaults.
+            DEFAULT_PTQ_PASSES`); ``[]`` runs none.
         calib_steps (int, optional): Batches to calibrate on. Defaults to
             all.
         batch_size (int): Defaults to 8.
@@ -133,7 +135,10 @@ def quantize_model(model: nn.Module,
         MMArchitectureQuant: The calibrated quantized model.
     """
     from mmrazor_quant.engine.runner.calibration import calibrate
-    from mmrazor_quant.frontends.defaults import default_quantizer
+    from mmrazor_quant.frontends.defaults import (
+        DEFAULT_PTQ_PASSES,
+        default_quantizer,
+    )
     from mmrazor_quant.ptq.pipeline import (
         build_ptq_passes,
         collect_inputs,
@@ -146,6 +151,8 @@ def quantize_model(model: nn.Module,
     if quantizer is None:
         quantizer = default_quantizer(
             backend, **({'qconfig_mapping': mapping} if mapping else {}))
+    if ptq_passes is None:
+        ptq_passes = [dict(p) for p in DEFAULT_PTQ_PASSES]
     passes = build_ptq_passes(ptq_passes)
     loader = calibration_loader(calib, batch_size, **dataset_kwargs)
     steps = calib_steps or len(loader)

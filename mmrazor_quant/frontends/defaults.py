@@ -7,18 +7,28 @@ activations and keeps 99.5 % with histogram MSE ranges, see
 docs/onnx_models.md). So every backend's default here is the target's own
 W8A8 schemes and placement (its quantizer; asymmetric activations where
 the target runs them, see :data:`ASYMMETRIC_ACTIVATIONS`), per-channel
-min/max weights and :class:`HistogramMSEObserver` activations.
+min/max weights and :class:`HistogramMSEObserver` activations, followed by
+empirical bias correction (:data:`DEFAULT_PTQ_PASSES`): the mean shift that
+per-channel weight grids leave in depthwise convs adds up through a deep
+network (PP-OCRv4's recogniser for OpenVINO: 92.0 % of the words without
+it, 99.0 % with it, fp32 99.0 %; NNCF applies its fast bias correction by
+default for the same reason).
 """
 import copy
 from typing import Optional
 
 from mmrazor_quant.backends import get_backend
 
-__all__ = ['default_quantizer', 'default_qconfig', 'QUANTIZER_OF']
+__all__ = ['default_quantizer', 'default_qconfig', 'QUANTIZER_OF',
+           'DEFAULT_PTQ_PASSES']
 
 #: The quantizer of a target without one of its own: onnxruntime runs any
 #: standard QDQ model, so it gets torch's native placement.
 QUANTIZER_OF = {'onnxruntime': 'native'}
+
+#: The PTQ passes of the front door when none are given: every layer's
+#: bias corrected in graph order from one pass over the calibration set.
+DEFAULT_PTQ_PASSES = (dict(type='correct_bias', single_pass=True), )
 
 #: Targets whose symmetric W8A8 activations become asymmetric here: inputs
 #: of trained layers are often not centred on zero (PP-LCNet's scalar

@@ -13,7 +13,8 @@ classify ops by torch module class and function (see
 * a ``MatMul`` of two activations becomes ``torch.matmul`` (attention);
 * ``x * clip(x + 3, 0, 6) / 6`` becomes ``nn.Hardswish``, ``Sigmoid``
   ``torch.sigmoid`` (so ``x * sigmoid(x)`` is seen as Swish), a
-  ``Softmax`` over the last axis ``nn.Softmax``;
+  ``Softmax`` over the last axis ``nn.Softmax`` (also when the version
+  converter wrote it as ``Flatten``, 2-D ``Softmax``, ``Reshape`` back);
 * ``ReduceMean`` over the spatial axes and ``GlobalAveragePool`` become
   ``nn.AdaptiveAvgPool2d``,
   other means ``Tensor.mean`` (both pooling); ``HardSigmoid`` becomes
@@ -299,6 +300,43 @@ class _Rewriter:
                     self.info.attribute(node.target, 'alpha', 0.2),
                     self.info.attribute(node.target, 'beta', 0.5)))
 
+    def coerced_softmaxes(self) -> None:
+        """``Reshape(Softmax(Flatten(x, axis=r-1)), Shape(x))`` as a
+        last-axis softmax of ``x``: onnx's version converter writes an
+        opset < 13 softmax (2-D coerced) that way. The ``Shape`` of an
+        activation would reach the export as the example's shape, fixing
+        the batch; the softmax itself is seen as attention's."""
+        for node in list(self.graph.nodes):
+            if node.graph is not self.graph or self.op(node) != 'Reshape' \
+                    or len(node.args) != 2:
+                continue
+            softmax, shape = node.args
+            if self.op(softmax) != 'Softmax' or \
+                    not isinstance(shape, fx.Node) or \
+                    self.info.op_type(shape.target) != 'Shape' or \
+                    len(softmax.users) != 1:
+                continue
+            flatten = softmax.args[0]
+            if self.op(flatten) != 'Flatten' or len(flatten.users) != 1:
+                continue
+            x = flatten.args[0]
+            rank = self.info.ranks.get(flatten.target)
+            axis = self.info.attribute(flatten.target, 'axis', 1)
+            if shape.args[:1] != (x, ) or rank is None or \
+                    axis not in (rank - 1, -1) or \
+                    self.info.attribute(softmax.target, 'axis', 1) \
+                    not in (1, -1) or \
+                    self.info.attribute(shape.target, 'start', 0) != 0 or \
+                    self.info.attribute(shape.target, 'end') is not None:
+                continue
+            self.set_module(softmax, nn.Softmax(dim=-1))
+            softmax.args = (x, )
+            node.replace_all_uses_with(softmax)
+            for dead in (node, flatten, shape):
+                if not dead.users:
+                    self.graph.erase_node(dead)
+                    self._drop_module(dead.target)
+
     def scalar_affines(self) -> None:
         """Drop ``x * 1`` and ``x + 0``; fold a scalar ``* c``, ``/ c``,
         ``+ b``, ``- b`` right after a conv or linear layer (PP-LCNet's
@@ -513,6 +551,7 @@ def normalize_graph(gm: fx.GraphModule,
     rewriter.layer_norms()
     rewriter.hard_swishes()
     rewriter.linears()
+    rewriter.coerced_softmaxes()
     rewriter.functions()
     rewriter.scalar_affines()
     rewriter.affines_into_next_convs()

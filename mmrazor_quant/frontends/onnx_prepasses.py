@@ -2,13 +2,19 @@
 
 * ``Constant`` nodes become initializers, so weights exported as constants
   (Paddle2ONNX does this) are seen as weights, not as ops;
+* unnamed nodes get names of their own: the converter names a module after
+  its node (the op type when unnamed, ``_1``, ``_2`` on repeats), and an
+  unnamed ``Shape`` next to nodes named ``/Shape`` and ``/Shape_1`` (what
+  onnx's version converter leaves in a torch export) would take another
+  node's module name and fail the conversion;
 * onnxruntime's symbolic shape inference fills ``value_info`` (the
   converter sizes LayerNorm and reads dtypes from it); onnx's own shape
   inference is the fallback when it gives up on a model.
 """
 import copy
 
-__all__ = ['constants_to_initializers', 'infer_shapes', 'prepare_onnx']
+__all__ = ['constants_to_initializers', 'name_unnamed_nodes',
+           'infer_shapes', 'prepare_onnx']
 
 
 def constants_to_initializers(model):
@@ -45,6 +51,32 @@ def constants_to_initializers(model):
     return model
 
 
+def _module_name(node) -> str:
+    """The converter's base module name of a node (before repeats)."""
+    return (f'{node.domain}/' + (node.name.replace('.', '/') or
+                                 node.op_type)).lstrip('/')
+
+
+def name_unnamed_nodes(model):
+    """Name each unnamed node ``<op type>_unnamed_<k>``, ``k`` the first
+    number whose module name no other node takes (in place); returns
+    ``model``."""
+    taken = {_module_name(n) for n in model.graph.node if n.name}
+    for node in model.graph.node:
+        if node.name:
+            continue
+        k = 0
+        while _module_name_for(node, f'{node.op_type}_unnamed_{k}') in taken:
+            k += 1
+        node.name = f'{node.op_type}_unnamed_{k}'
+        taken.add(_module_name(node))
+    return model
+
+
+def _module_name_for(node, name: str) -> str:
+    return (f'{node.domain}/' + name.replace('.', '/')).lstrip('/')
+
+
 def infer_shapes(model):
     """``model`` with ``value_info`` filled: onnxruntime's symbolic shape
     inference (merging symbolic dims), else onnx's shape inference."""
@@ -66,4 +98,5 @@ def prepare_onnx(model):
     """The pre-passes in order, on a copy of ``model``."""
     model = copy.deepcopy(model)
     constants_to_initializers(model)
+    name_unnamed_nodes(model)
     return infer_shapes(model)

@@ -14,9 +14,10 @@ averaged over samples and spatial positions of channel :math:`c`. A
 BN-fused layer adds the correction to its BN's :math:`\beta` (which the
 folding adds to the folded bias unchanged).
 """
-from typing import List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import torch
+import torch.nn.functional as F
 from mmengine.logging import MMLogger
 from torch import Tensor, fx, nn
 
@@ -31,7 +32,7 @@ from mmrazor_quant.registry import TASK_UTILS
 from .graph_utils import weighted_nodes
 from .reconstruction import sample_inputs
 
-__all__ = ['correct_bias', 'output_channel_means']
+__all__ = ['correct_bias', 'output_channel_means', 'all_output_channel_means']
 
 
 class _Stop(Exception):
@@ -58,10 +59,12 @@ def output_channel_means(gm: fx.GraphModule, name: str, inputs: Tensor,
     def hook(mod, args):
         nonlocal total, count
         out = preactivation(mod, args[0])
-        dims = [d for d in range(out.dim()) if d != 1]
+        # a linear layer's channels are last ([N, tokens, C] too)
+        channel = out.dim() - 1 if isinstance(mod, nn.Linear) else 1
+        dims = [d for d in range(out.dim()) if d != channel]
         part = out.sum(dims)
         total = part if total is None else total + part
-        count += out.numel() // out.shape[1]
+        count += out.numel() // out.shape[channel]
         raise _Stop
 
     handle = module.register_forward_pre_hook(hook)
@@ -74,6 +77,56 @@ def output_channel_means(gm: fx.GraphModule, name: str, inputs: Tensor,
     finally:
         handle.remove()
     return total / count
+
+
+@torch.no_grad()
+def all_output_channel_means(gm: fx.GraphModule, names: Sequence[str],
+                             inputs: Tensor,
+                             batch_size: int = 64) -> Dict[str, Tensor]:
+    """:func:`output_channel_means` of every layer in ``names`` from one
+    pass over ``inputs``."""
+    totals: Dict[str, Tensor] = {}
+    counts: Dict[str, int] = {}
+
+    def hook_of(name):
+
+        # A forward hook on the layer run without its fused ReLU sees the
+        # pre-activation output and applies the ReLU itself: one conv per
+        # layer, not two.
+        def hook(mod, args, out):
+            part, count = _channel_sums(mod, out)
+            totals[name] = totals[name] + part if name in totals else part
+            counts[name] = counts.get(name, 0) + count
+            return F.relu(out) if type(mod)._with_relu else out
+
+        return hook
+
+    modules = [gm.get_submodule(n) for n in names]
+    handles = [m.register_forward_hook(hook_of(n))
+               for n, m in zip(names, modules)]
+    for module in modules:
+        module._with_relu = False  # instance attribute shadows the class one
+    try:
+        for batch in inputs.split(batch_size):
+            gm(batch)
+    finally:
+        for handle in handles:
+            handle.remove()
+        for module in modules:
+            module.__dict__.pop('_with_relu', None)
+    return {n: totals[n] / counts[n] for n in names}
+
+
+def _channel_axis(module: nn.Module, out: Tensor) -> int:
+    # a linear layer's channels are last ([N, tokens, C] too)
+    return out.dim() - 1 if isinstance(module, nn.Linear) else 1
+
+
+def _channel_sums(module: nn.Module, out: Tensor):
+    """``(per-channel sum of out, values per channel)``."""
+    channel = _channel_axis(module, out)
+    return (out.sum([d for d in range(out.dim()) if d != channel]),
+            out.numel() // out.shape[channel])
 
 
 @torch.no_grad()
@@ -93,12 +146,22 @@ def correct_bias(model: nn.Module,
                  num_samples: int = 256,
                  batch_size: int = 64,
                  layers: Optional[Sequence[str]] = None,
-                 seed: int = 0) -> List[str]:
+                 seed: int = 0,
+                 single_pass: bool = False) -> List[str]:
     """Empirical bias correction of every QAT conv/linear, in place.
 
-    Runs after calibration. The float means of all layers are taken first
-    (the float model shares the biases being corrected); then each layer
-    costs one forward pass over the samples up to that layer.
+    Runs after calibration. The float means of all layers are taken first,
+    in one pass (the float model shares the biases being corrected). Then,
+    by default, layer by layer in graph order, each corrected after the
+    layers before it (its shift includes what earlier layers' errors carry
+    into it): one forward pass over the samples up to each layer.
+
+    ``single_pass=True`` gives the same corrections from one pass: the
+    samples go through the graph together, node by node, and each layer is
+    corrected when they reach it (its input already carries the earlier
+    corrections). It holds every sample's live activations at once instead
+    of one batch's: for the small calibration sets of imported models
+    (``apis.front_door`` uses it), not for 256 large images.
 
     Args:
         model (nn.Module): A calibrated ``MMArchitectureQuant`` or
@@ -109,6 +172,8 @@ def correct_bias(model: nn.Module,
         layers (Sequence[str], optional): Module names to correct. Defaults
             to every QAT conv/linear.
         seed (int): Seed of the sample draw. Defaults to 0.
+        single_pass (bool): Correct the layers in one pass holding all
+            samples' activations. Defaults to False.
 
     Returns:
         list[str]: The corrected layers.
@@ -129,11 +194,11 @@ def correct_bias(model: nn.Module,
         # The float model shares the biases being corrected: take all its
         # means first, while it is still the original.
         disable_fake_quant(gm)
-        float_means = {
-            name: output_channel_means(gm, name, inputs, batch_size)
-            for name in names
-        }
+        float_means = all_output_channel_means(gm, names, inputs, batch_size)
         enable_fake_quant(gm)
+        if single_pass:
+            _correct_in_one_pass(gm, names, float_means, inputs, batch_size)
+            return names
         for i, name in enumerate(names):
             float_mean = float_means[name]
             quant_mean = output_channel_means(gm, name, inputs, batch_size)
@@ -142,6 +207,60 @@ def correct_bias(model: nn.Module,
             logger.info(f'PTQ correct_bias [{i + 1}/{len(names)}] {name}: '
                         f'mean |shift| {delta.abs().mean():.3g}')
     return names
+
+
+@torch.no_grad()
+def _correct_in_one_pass(gm: fx.GraphModule, names: Sequence[str],
+                         float_means: Dict[str, Tensor], inputs: Tensor,
+                         batch_size: int) -> None:
+    """Run the batches of ``inputs`` through ``gm`` node by node, side by
+    side, correcting each layer of ``names`` when they reach it."""
+    chunks = list(inputs.split(batch_size))
+    runners = [fx.Interpreter(gm, garbage_collect_values=False)
+               for _ in chunks]
+    for runner, chunk in zip(runners, chunks):
+        runner.args_iter = iter([chunk])
+    last_use = {}
+    for node in gm.graph.nodes:
+        for arg in node.all_input_nodes:
+            last_use[arg] = node
+    wanted = set(names)
+    logger = MMLogger.get_current_instance()
+    done = 0
+    for node in gm.graph.nodes:
+        if node.op == 'call_module' and str(node.target) in wanted:
+            name = str(node.target)
+            module = gm.get_submodule(name)
+            outs = [preactivation(module, runner.env[node.args[0]])
+                    for runner in runners]
+            sums = [_channel_sums(module, out) for out in outs]
+            delta = float_means[name] - sum(p for p, _ in sums) / sum(
+                c for _, c in sums)
+            _add_bias(module, delta)
+            done += 1
+            logger.info(f'PTQ correct_bias [{done}/{len(names)}] {name}: '
+                        f'mean |shift| {delta.abs().mean():.3g}')
+            # the layer's output with its corrected bias, from the
+            # pre-activation already computed
+            shape = [1] * outs[0].dim()
+            shape[_channel_axis(module, outs[0])] = -1
+            for runner, out in zip(runners, outs):
+                out = out + delta.view(shape)
+                runner.env[node] = F.relu(out) if type(module)._with_relu \
+                    else out
+                _free(runner, node, last_use)
+            continue
+        if node.op == 'output':
+            break
+        for runner in runners:
+            runner.env[node] = runner.run_node(node)
+            _free(runner, node, last_use)
+
+
+def _free(runner: fx.Interpreter, node: fx.Node, last_use: dict) -> None:
+    for arg in node.all_input_nodes:
+        if last_use.get(arg) is node:
+            del runner.env[arg]
 
 
 correct_bias.stage = 'after_calibration'

@@ -1,6 +1,7 @@
 """The ONNX importer: converted graphs against onnxruntime, the fx
 normalisation (what the quantizers see), names and dynamic axes."""
 import collections
+import warnings
 
 import numpy as np
 import onnxruntime as ort
@@ -12,7 +13,7 @@ from mmrazor_quant.frontends.fx_normalize import HardSigmoid
 from mmrazor_quant.frontends.onnx_import import import_onnx
 from mmrazor_quant.models.quantizers.op_kinds import classify_node
 from mmrazor_quant.registry import MODELS
-from .onnx_toys import TOY_SHAPE
+from .onnx_toys import TOY_SHAPE, export_toy
 
 #: The toy's Shape -> Gather -> Mul -> Unsqueeze -> Concat subgraph
 #: feeding its Reshape: 4 Shape, 4 Gather, 1 Mul, 3 Unsqueeze, 1 Concat.
@@ -66,6 +67,42 @@ def test_normalised_graph_looks_hand_written(toy_onnx_13):
     assert dict(shape_ops) == SHAPE_SUBGRAPH_OPS
     for name in info.shape_modules:
         assert getattr(modules[name], 'op_kind', None) == 'shape'
+
+
+def test_version_converted_softmax_keeps_the_batch_dynamic(tmp_path):
+    """onnx's 12 -> 13 converter writes a softmax as Flatten, 2-D Softmax
+    and a Reshape back to ``Shape(x)``. Imported, it is one last-axis
+    ``nn.Softmax``: exported at batch 1, the file runs at batch 3 (a
+    ``Shape`` of an activation would reach it as the constant [1, ...])."""
+    import onnx
+    from onnx import version_converter
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        path = export_toy(str(tmp_path / 'toy12.onnx'), opset=12)
+    converted = version_converter.convert_version(onnx.load(path), 13)
+    ops = [n.op_type for n in converted.graph.node]
+    assert ops.count('Flatten') == 1 and ops.count('Softmax') == 1
+    path = str(tmp_path / 'toy12to13.onnx')
+    onnx.save(converted, path)
+    gm, info = import_onnx(path)
+    modules = dict(gm.named_modules())
+    assert [type(m) for m in modules.values()].count(nn.Softmax) == 1
+    left = collections.Counter(
+        info.op_type(n.target) for n in gm.graph.nodes
+        if n.op == 'call_module' and n.target in info.nodes)
+    assert left['Flatten'] == 0 and left['Reshape'] == 1  # the toy's own
+    exported = str(tmp_path / 'exported.onnx')
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        torch.onnx.export(gm, (torch.randn(1, *TOY_SHAPE), ), exported,
+                          input_names=['image'], output_names=['logits'],
+                          dynamic_axes={'image': {0: 'batch'}},
+                          opset_version=13, dynamo=False)
+    x = torch.randn(3, *TOY_SHAPE, generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        ours = gm(x).numpy()
+    np.testing.assert_allclose(_onnxruntime(exported, x), ours, atol=1e-5)
+    np.testing.assert_allclose(_onnxruntime(path, x), ours, atol=1e-5)
 
 
 def test_names_and_dynamic_axes(toy_onnx):

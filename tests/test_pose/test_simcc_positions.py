@@ -12,21 +12,19 @@ from ..test_models.test_quantizers.test_positions import fake_quant_consumers
 # cls_x and cls_y) and both inputs of both bmm's; no SimCC output is
 # quantized.
 # OpenVINO (cnn placement) also quantizes both inputs of every element-wise
-# mul (ScaleNorm's x / norm, u, kernel @ v, SiLU's base, the gamma slice,
-# the shortcut into res_scale) and the add's input that is not the linear
-# (o) output it is fused into.
+# mul of two activations (u, kernel @ v, SiLU's base, the gamma slice, the
+# shortcut into res_scale) and the add's input that is not the linear (o)
+# output it is fused into; a mul or add by a parameter (ScaleNorm's
+# ``* g``, ``* gamma + beta``, the Scale layers) is a scale-shift post-op
+# and quantizes nothing.
 OPENVINO = {
     'backbone_stage4_2_final_conv_activate': ['head_final_layer'],
-    'head_mlp_0_truediv': ['mul_5'],
     'head_mlp_0_mul_1': ['head_mlp_1'],
-    'head_mlp_1': ['mul_10'],
-    'head_gau_ln_truediv': ['mul_7'],
     'head_gau_ln_mul_1': ['head_gau_uv'],
     'head_gau_getitem': ['mul_9'],
     'head_gau_getitem_1': ['bmm_1'],
     'head_gau_getitem_2': ['unsqueeze'],
     'head_gau_getitem_3': ['mul_8'],
-    'head_gau_mul': ['add_3'],
     'head_gau_getitem_4': ['bmm'],
     'head_gau_getitem_5': ['permute'],
     'head_gau_square': ['bmm_1'],

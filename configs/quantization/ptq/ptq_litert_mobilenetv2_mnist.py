@@ -5,15 +5,8 @@
 #   python tools/ptq.py configs/quantization/ptq/ptq_litert_mobilenetv2_mnist.py --export litert
 _base_ = ['./ptq_openvino_mobilenetv2_mnist.py']
 
-global_qconfig = dict(
-    w_observer=dict(type='mmrazor_quant.PerChannelMinMaxObserver'),
-    a_observer=dict(type='mmrazor_quant.MinMaxObserver'),
-    w_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
-    a_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
-    w_qscheme=dict(
-        qdtype='qint8', bit=8, is_symmetry=True, is_symmetric_range=True),
-    a_qscheme=dict(qdtype='qint8', bit=8, is_symmetry=False),
-)
+# the OpenVINO config's qconfig with asymmetric int8 activations
+global_qconfig = dict(a_qscheme=dict(qdtype='qint8', is_symmetry=False))
 
 model = dict(
     quantizer=dict(

@@ -2,55 +2,15 @@
 # native int8 engine (x86/fbgemm): per-channel signed int8 weights, unsigned
 # affine (asymmetric) activations on the op outputs.
 #   python tools/ptq.py configs/quantization/ptq/ptq_native_resnet18_mnist.py
-_base_ = ['../../fp32/resnet18_mnist.py']
+_base_ = ['./ptq_openvino_resnet18_mnist.py']
 
-# Written by `make demo` (tools/demo.py); after your own fp32 training pass
-# --cfg-options model.float_checkpoint=work_dirs/resnet18_mnist/epoch_6.pth
-float_checkpoint = 'work_dirs/fp32/resnet18_mnist/float.pth'
-
-# Calibrate on training digits (never the test set), with the deterministic
-# test pipeline: the inputs the deployed model sees, without random crops.
-calibrate_dataloader = dict(
-    batch_size=64,
-    num_workers=0,
-    dataset=dict(
-        type=_base_.dataset_type, split='train',
-        pipeline=_base_.test_pipeline),
-    sampler=dict(type='DefaultSampler', shuffle=True))
-
+# The OpenVINO config's calibration and tracer; torch's weight grid reaches
+# -128 and its activations are affine.
 global_qconfig = dict(
-    w_observer=dict(type='mmrazor_quant.PerChannelMinMaxObserver'),
-    a_observer=dict(type='mmrazor_quant.MinMaxObserver'),
-    w_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
-    a_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
-    w_qscheme=dict(qdtype='qint8', bit=8, is_symmetry=True),
-    a_qscheme=dict(qdtype='quint8', bit=8, is_symmetry=False),
-)
+    w_qscheme=dict(_delete_=True, qdtype='qint8', bit=8, is_symmetry=True),
+    a_qscheme=dict(is_symmetry=False))
 
 model = dict(
-    _delete_=True,
-    type='mmrazor_quant.MMArchitectureQuant',
-    data_preprocessor=dict(
-        type='mmcls.ClsDataPreprocessor', **_base_.data_preprocessor),
-    architecture=_base_.model,
-    float_checkpoint=float_checkpoint,
     quantizer=dict(
         type='mmrazor_quant.TorchNativeQuantizer',
-        global_qconfig=global_qconfig,
-        tracer=dict(
-            type='mmrazor_quant.CustomTracer',
-            skipped_methods=[
-                'mmcls.models.heads.ClsHead._get_loss',
-                'mmcls.models.heads.ClsHead._get_predictions'
-            ])))
-
-model_wrapper_cfg = dict(
-    type='mmrazor_quant.MMArchitectureQuantDDP',
-    broadcast_buffers=False,
-    find_unused_parameters=True)
-
-test_cfg = dict(
-    _delete_=True,
-    type='mmrazor_quant.PTQLoop',
-    calibrate_dataloader=calibrate_dataloader,
-    calibrate_steps=32)
+        global_qconfig=global_qconfig))

@@ -6,16 +6,9 @@
 #   python tools/ptq.py configs/quantization/ptq/ptq_ncnn_mobilenetv2_mnist.py --export ncnn
 _base_ = ['./ptq_openvino_mobilenetv2_mnist.py']
 
+# the OpenVINO config's qconfig with signed activations on [-127, 127]
 global_qconfig = dict(
-    w_observer=dict(type='mmrazor_quant.PerChannelMinMaxObserver'),
-    a_observer=dict(type='mmrazor_quant.MinMaxObserver'),
-    w_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
-    a_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
-    w_qscheme=dict(
-        qdtype='qint8', bit=8, is_symmetry=True, is_symmetric_range=True),
-    a_qscheme=dict(
-        qdtype='qint8', bit=8, is_symmetry=True, is_symmetric_range=True),
-)
+    a_qscheme=dict(qdtype='qint8', is_symmetric_range=True))
 
 model = dict(
     quantizer=dict(

@@ -1,8 +1,12 @@
 # W8A8 post-training quantization of the fp32 MNIST ResNet-18 for OpenVINO:
 # per-channel symmetric int8 weights on [-127, 127], per-tensor unsigned
 # symmetric activations (zero-point 0 after ReLU).
+# Scheme: ../_base_/qconfigs/openvino_w8a8_minmax.py.
 #   python tools/ptq.py configs/quantization/ptq/ptq_openvino_resnet18_mnist.py
-_base_ = ['../../fp32/resnet18_mnist.py']
+_base_ = [
+    '../../fp32/resnet18_mnist.py', '../_base_/qconfigs/openvino_w8a8_minmax.py',
+    './_base_/calib32_ddp.py'
+]
 
 # Written by `make demo` (tools/demo.py); after your own fp32 training pass
 # --cfg-options model.float_checkpoint=work_dirs/resnet18_mnist/epoch_6.pth
@@ -18,16 +22,6 @@ calibrate_dataloader = dict(
         pipeline=_base_.test_pipeline),
     sampler=dict(type='DefaultSampler', shuffle=True))
 
-global_qconfig = dict(
-    w_observer=dict(type='mmrazor_quant.PerChannelMinMaxObserver'),
-    a_observer=dict(type='mmrazor_quant.MinMaxObserver'),
-    w_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
-    a_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
-    w_qscheme=dict(
-        qdtype='qint8', bit=8, is_symmetry=True, is_symmetric_range=True),
-    a_qscheme=dict(qdtype='quint8', bit=8, is_symmetry=True),
-)
-
 model = dict(
     _delete_=True,
     type='mmrazor_quant.MMArchitectureQuant',
@@ -36,8 +30,7 @@ model = dict(
     architecture=_base_.model,
     float_checkpoint=float_checkpoint,
     quantizer=dict(
-        type='mmrazor_quant.OpenVINOQuantizer',
-        global_qconfig=global_qconfig,
+        _base_.quantizer,
         tracer=dict(
             type='mmrazor_quant.CustomTracer',
             skipped_methods=[
@@ -45,13 +38,7 @@ model = dict(
                 'mmcls.models.heads.ClsHead._get_predictions'
             ])))
 
-model_wrapper_cfg = dict(
-    type='mmrazor_quant.MMArchitectureQuantDDP',
-    broadcast_buffers=False,
-    find_unused_parameters=True)
-
 test_cfg = dict(
     _delete_=True,
-    type='mmrazor_quant.PTQLoop',
     calibrate_dataloader=calibrate_dataloader,
-    calibrate_steps=32)
+    **_base_.ptq_loop)

@@ -3,22 +3,14 @@
 # activation ranges (all-reduced across ranks) during the first epoch, fixed
 # ranges and frozen BN statistics in the second.
 #   python tools/train.py configs/quantization/qat/qat_openvino_resnet18_mnist.py
-_base_ = ['../../fp32/resnet18_mnist.py']
+_base_ = [
+    '../../fp32/resnet18_mnist.py',
+    '../_base_/qconfigs/openvino_w8a8.py'
+]
 
 # Written by `make demo` (tools/demo.py); after your own fp32 training pass
 # --cfg-options model.float_checkpoint=work_dirs/resnet18_mnist/epoch_6.pth
 float_checkpoint = 'work_dirs/fp32/resnet18_mnist/float.pth'
-
-global_qconfig = dict(
-    w_observer=dict(type='mmrazor_quant.PerChannelMinMaxObserver'),
-    a_observer=dict(type='mmrazor_quant.MovingAverageMinMaxObserver'),
-    w_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
-    a_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
-    w_qscheme=dict(
-        qdtype='qint8', bit=8, is_symmetry=True, is_symmetric_range=True),
-    a_qscheme=dict(
-        qdtype='quint8', bit=8, is_symmetry=True, averaging_constant=0.1),
-)
 
 model = dict(
     _delete_=True,
@@ -28,8 +20,7 @@ model = dict(
     architecture=_base_.model,
     float_checkpoint=float_checkpoint,
     quantizer=dict(
-        type='mmrazor_quant.OpenVINOQuantizer',
-        global_qconfig=global_qconfig,
+        _base_.quantizer,
         tracer=dict(
             type='mmrazor_quant.CustomTracer',
             skipped_methods=[

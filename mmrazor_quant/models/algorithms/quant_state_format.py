@@ -23,6 +23,11 @@ Formats (CHANGELOG.md):
   the quantizer); OpenVINO's fake quants of a residual branch that now
   stays float are dropped; RKNN's fake quant of the average pool's output
   is new, so it is reported for recalibration.
+* 3: mmrazor_quant 0.3.0. OpenVINO quantizes no input of an add or mul
+  by a constant (a scale-shift the plugin runs as a post-op, e.g.
+  ScaleNorm's ``* g``, a ViT's score scale, PP-LCNet's ``x * s + b``):
+  migrated from 2 by leaving out those fake quants (reported as not in the
+  current placement; the model then rounds once where it rounded twice).
 """
 import re
 from dataclasses import dataclass, field
@@ -36,7 +41,7 @@ __all__ = [
 ]
 
 #: The format this release writes and reads.
-QUANT_STATE_FORMAT = 2
+QUANT_STATE_FORMAT = 3
 
 _ACT = 'act_fake_quants.'
 #: Ops that a per-tensor quantizer commutes with: their input and output
@@ -165,14 +170,16 @@ def migrate_quant_state(model,
     if found == QUANT_STATE_FORMAT:
         return None
     report = MigrationReport(from_format=found)
-    if found < 2:
-        _placement_of_format_2(model, state_dict, prefix, report)
+    # 1 -> 2 renames and drops, 2 -> 3 drops: one reconciliation with the
+    # current placement does both (a fake quant that no grid-keeping op
+    # moved is one the placement no longer has).
+    _to_current_placement(model, state_dict, prefix, report)
     return report
 
 
-def _placement_of_format_2(model, state_dict: MutableMapping, prefix: str,
-                           report: MigrationReport) -> None:
-    """Format 1 -> 2 (see the module docstring)."""
+def _to_current_placement(model, state_dict: MutableMapping, prefix: str,
+                          report: MigrationReport) -> None:
+    """Formats 1 and 2 -> 3 (see the module docstring)."""
     arch = prefix + 'architecture.'
     own = _fake_quant_names(model.state_dict().keys(), arch)
     old = _fake_quant_names(list(state_dict.keys()), arch)

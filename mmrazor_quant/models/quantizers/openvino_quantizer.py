@@ -27,6 +27,9 @@ class OpenVINOQuantizer(BaseQuantizer):
       into that conv as a sum post-op (one int8 kernel), which adds its
       float output; a fake quant there would keep its clamp but lose its
       rounding;
+    * an add or mul by a constant (a scale-shift, ``x * s + b``) quantizes
+      nothing: the plugin runs it as a post-op of the op before it, as
+      NNCF's patterns say;
     * LayerNorm, GELU and softmax run in float; max pooling, ReLU, concat
       and shape ops (reshape, permute, roll, slicing) are
       quantization-agnostic;
@@ -66,7 +69,8 @@ class OpenVINOQuantizer(BaseQuantizer):
             OpKind.MUL: InputSelector.ALL,
             OpKind.AVGPOOL: InputSelector.FIRST,
         },
-        quantize_before=frozenset({OpKind.MAXPOOL, OpKind.SHAPE}))
+        quantize_before=frozenset({OpKind.MAXPOOL, OpKind.SHAPE}),
+        scale_shifts_unquantized=True)
     #: The placement of NNCF's ``ModelType.TRANSFORMER``.
     transformer_rules = QuantRules(
         quantized_inputs={
@@ -74,7 +78,8 @@ class OpenVINOQuantizer(BaseQuantizer):
             OpKind.LINEAR: InputSelector.FIRST,
             OpKind.MATMUL: InputSelector.ALL,
         },
-        quantize_before=frozenset({OpKind.MAXPOOL, OpKind.SHAPE}))
+        quantize_before=frozenset({OpKind.MAXPOOL, OpKind.SHAPE}),
+        scale_shifts_unquantized=True)
     scheme = BackendSpec(
         supported_bits=UP_TO_8_BITS,
         weight=TensorSpec(qdtypes=('qint8', ), symmetric=True),

@@ -60,6 +60,11 @@ class QuantRules:
             op then runs on the quantized tensor (max pooling and reshapes
             commute with a per-tensor grid, so the values are the same).
             Defaults to empty.
+        scale_shifts_unquantized (bool): An add or mul whose other operand
+            is a constant (a number or a module attribute: a scale-shift)
+            quantizes no input, whatever ``quantized_inputs`` says: OpenVINO
+            runs it as a post-op of the op before it, and NNCF places no
+            fake quant there. Defaults to False.
     """
     quantized_inputs: Mapping[str, str] = field(default_factory=dict)
     quantized_outputs: FrozenSet[str] = frozenset()
@@ -69,6 +74,7 @@ class QuantRules:
     grid_preserving: FrozenSet[str] = frozenset(
         {OpKind.MAXPOOL, OpKind.SHAPE, OpKind.ACTIVATION})
     quantize_before: FrozenSet[str] = frozenset()
+    scale_shifts_unquantized: bool = False
 
     def __post_init__(self) -> None:
         allowed = {InputSelector.FIRST, InputSelector.ALL,

@@ -118,3 +118,24 @@ def test_a_newer_format_is_refused_naming_both():
             rf'newer than format {QUANT_STATE_FORMAT}, the newest that '
             rf'mmrazor_quant {__version__} reads: upgrade mmrazor_quant$'):
         fixtures.build(fixtures.model_cfg('openvino')).load_state_dict(state)
+
+
+def test_openvino_scale_shift_fake_quant_of_format_2_is_left_out():
+    """Format 2's OpenVINO placement quantized the input of an add or mul
+    by a constant; format 3 does not: such a fake quant in a format-2 state
+    is reported and not loaded, the rest loads as it was."""
+    model, _ = fixtures.calibrated('openvino')
+    state = _renamed(model.state_dict(), {})
+    state._metadata['']['version'] = 2
+    for key, value in list(state.items()):
+        if key.startswith(f'{_ACT}neck_gap.'):
+            state[key.replace('neck_gap', 'head_fc_mul')] = value.clone()
+    fresh = fixtures.build(fixtures.model_cfg('openvino'))
+    fresh.load_state_dict(state, strict=True)
+    report = fresh.migration_report
+    assert (report.from_format, report.to_format) == (2, QUANT_STATE_FORMAT)
+    assert report.unused == ['head_fc_mul'] and report.renamed == {}
+    assert report.recalibrate == []
+    own = fresh.state_dict()
+    assert all(torch.equal(own[k], v) for k, v in state.items()
+               if 'head_fc_mul' not in k)

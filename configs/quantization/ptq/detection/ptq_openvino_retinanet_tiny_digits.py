@@ -4,7 +4,11 @@
 # the graph.
 #   python tools/ptq.py configs/quantization/ptq/detection/ptq_openvino_retinanet_tiny_digits.py \
 #       --cfg-options model.float_checkpoint=work_dirs/det/retinanet_tiny_digits/epoch_24.pth
-_base_ = ['../../../detection/retinanet_tiny_digits.py']
+_base_ = [
+    '../../../detection/retinanet_tiny_digits.py',
+    '../../_base_/qconfigs/openvino_w8a8.py',
+    '../_base_/calib8.py'
+]
 
 float_checkpoint = 'work_dirs/det/retinanet_tiny_digits/epoch_24.pth'
 
@@ -16,17 +20,6 @@ calibrate_dataloader = dict(
                  pipeline=_base_.test_pipeline),
     sampler=dict(type='DefaultSampler', shuffle=True))
 
-global_qconfig = dict(
-    w_observer=dict(type='mmrazor_quant.PerChannelMinMaxObserver'),
-    a_observer=dict(type='mmrazor_quant.MovingAverageMinMaxObserver'),
-    w_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
-    a_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
-    w_qscheme=dict(
-        qdtype='qint8', bit=8, is_symmetry=True, is_symmetric_range=True),
-    a_qscheme=dict(qdtype='quint8', bit=8, is_symmetry=True,
-                   averaging_constant=0.1),
-)
-
 model = dict(
     _delete_=True,
     type='mmrazor_quant.MMArchitectureQuant',
@@ -34,8 +27,7 @@ model = dict(
     architecture=_base_.model,
     float_checkpoint=float_checkpoint,
     quantizer=dict(
-        type='mmrazor_quant.OpenVINOQuantizer',
-        global_qconfig=global_qconfig,
+        _base_.quantizer,
         tracer=dict(
             type='mmrazor_quant.CustomTracer',
             skipped_methods=[
@@ -47,6 +39,5 @@ model = dict(
 
 test_cfg = dict(
     _delete_=True,
-    type='mmrazor_quant.PTQLoop',
     calibrate_dataloader=calibrate_dataloader,
-    calibrate_steps=8)
+    **_base_.ptq_loop)

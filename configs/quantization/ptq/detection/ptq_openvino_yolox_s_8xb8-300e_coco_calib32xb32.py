@@ -6,7 +6,9 @@
 # It needs COCO in data/coco (mmdet's layout).
 _base_ = [
     'mmdet::yolox/yolox_s_8xb8-300e_coco.py',
-    '../../deploy_cfgs/mmdet/detection_openvino_dynamic-800x1344.py'  # noqa: E501
+    '../../deploy_cfgs/mmdet/detection_openvino_dynamic-800x1344.py',  # noqa: E501
+    '../../_base_/qconfigs/openvino_w8a8.py',
+    '../_base_/calib32_ddp.py'
 ]
 
 float_checkpoint = 'https://download.openmmlab.com/mmdetection/v2.0/yolox/yolox_s_8x8_300e_coco/yolox_s_8x8_300e_coco_20211121_095711-4592a793.pth'  # noqa: E501
@@ -33,17 +35,6 @@ calibrate_dataloader = dict(
                  pipeline=_base_.test_pipeline),
     sampler=dict(type='DefaultSampler', shuffle=True))
 
-global_qconfig = dict(
-    w_observer=dict(type='mmrazor_quant.PerChannelMinMaxObserver'),
-    a_observer=dict(type='mmrazor_quant.MovingAverageMinMaxObserver'),
-    w_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
-    a_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
-    w_qscheme=dict(
-        qdtype='qint8', bit=8, is_symmetry=True, is_symmetric_range=True),
-    a_qscheme=dict(qdtype='quint8', bit=8, is_symmetry=True,
-                   averaging_constant=0.1),
-)
-
 model = dict(
     _delete_=True,
     type='mmrazor_quant.MMArchitectureQuant',
@@ -55,8 +46,7 @@ model = dict(
     deploy_cfg=deploy_cfg,
     float_checkpoint=float_checkpoint,
     quantizer=dict(
-        type='mmrazor_quant.OpenVINOQuantizer',
-        global_qconfig=global_qconfig,
+        _base_.quantizer,
         tracer=dict(
             type='mmrazor_quant.CustomTracer',
             skipped_methods=[
@@ -66,16 +56,10 @@ model = dict(
                 'loss_by_feat',
             ])))
 
-model_wrapper_cfg = dict(
-    type='mmrazor_quant.MMArchitectureQuantDDP',
-    broadcast_buffers=False,
-    find_unused_parameters=True)
-
 # YOLOX's training hooks (mode switch, EMA, norm sync) belong to training.
 custom_hooks = []
 
 test_cfg = dict(
     _delete_=True,
-    type='mmrazor_quant.PTQLoop',
     calibrate_dataloader=calibrate_dataloader,
-    calibrate_steps=32)
+    **_base_.ptq_loop)

@@ -7,7 +7,9 @@
 # It needs COCO in data/coco (mmdet's layout).
 _base_ = [
     'mmdet::retinanet/retinanet_r50_fpn_1x_coco.py',
-    '../../deploy_cfgs/mmdet/detection_tensorrt-int8-explicit_dynamic-320x320-1344x1344.py'  # noqa: E501
+    '../../deploy_cfgs/mmdet/detection_tensorrt-int8-explicit_dynamic-320x320-1344x1344.py',  # noqa: E501
+    '../../_base_/qconfigs/tensorrt_w8a8.py',
+    '../_base_/calib32_ddp.py'
 ]
 
 float_checkpoint = 'https://download.openmmlab.com/mmdetection/v2.0/retinanet/retinanet_r50_fpn_1x_coco/retinanet_r50_fpn_1x_coco_20200130-c2398f9e.pth'  # noqa: E501
@@ -20,18 +22,6 @@ calibrate_dataloader = dict(
                  pipeline=_base_.test_pipeline),
     sampler=dict(type='DefaultSampler', shuffle=True))
 
-global_qconfig = dict(
-    w_observer=dict(type='mmrazor_quant.PerChannelMinMaxObserver'),
-    a_observer=dict(type='mmrazor_quant.MovingAverageMinMaxObserver'),
-    w_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
-    a_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
-    w_qscheme=dict(
-        qdtype='qint8', bit=8, is_symmetry=True, is_symmetric_range=True),
-    a_qscheme=dict(qdtype='qint8', bit=8, is_symmetry=True,
-                   is_symmetric_range=True,
-                   averaging_constant=0.1),
-)
-
 model = dict(
     _delete_=True,
     type='mmrazor_quant.MMArchitectureQuant',
@@ -41,8 +31,7 @@ model = dict(
     deploy_cfg=_base_.deploy_cfg,
     float_checkpoint=float_checkpoint,
     quantizer=dict(
-        type='mmrazor_quant.TensorRTQuantizer',
-        global_qconfig=global_qconfig,
+        _base_.quantizer,
         tracer=dict(
             type='mmrazor_quant.CustomTracer',
             skipped_methods=[
@@ -52,13 +41,7 @@ model = dict(
                 'loss_by_feat',
             ])))
 
-model_wrapper_cfg = dict(
-    type='mmrazor_quant.MMArchitectureQuantDDP',
-    broadcast_buffers=False,
-    find_unused_parameters=True)
-
 test_cfg = dict(
     _delete_=True,
-    type='mmrazor_quant.PTQLoop',
     calibrate_dataloader=calibrate_dataloader,
-    calibrate_steps=32)
+    **_base_.ptq_loop)

@@ -8,7 +8,8 @@
 # meta/{train,val}.txt).
 _base_ = [
     'mmpretrain::resnet/resnet18_8xb32_in1k.py',
-    '../../deploy_cfgs/mmpretrain/classification_openvino_dynamic-224x224.py'  # noqa: E501
+    '../../deploy_cfgs/mmpretrain/classification_openvino_dynamic-224x224.py',  # noqa: E501
+    '../../_base_/qconfigs/openvino_w8a8.py', '../_base_/calib32_ddp.py'
 ]
 
 # mmpretrain's ResNet-18 weights are mmcls's (the same state dict keys).
@@ -23,17 +24,6 @@ calibrate_dataloader = dict(
                  pipeline=_base_.test_pipeline),
     sampler=dict(type='DefaultSampler', shuffle=True))
 
-global_qconfig = dict(
-    w_observer=dict(type='mmrazor_quant.PerChannelMinMaxObserver'),
-    a_observer=dict(type='mmrazor_quant.MovingAverageMinMaxObserver'),
-    w_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
-    a_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
-    w_qscheme=dict(
-        qdtype='qint8', bit=8, is_symmetry=True, is_symmetric_range=True),
-    a_qscheme=dict(qdtype='quint8', bit=8, is_symmetry=True,
-                   averaging_constant=0.1),
-)
-
 model = dict(
     _delete_=True,
     type='mmrazor_quant.MMArchitectureQuant',
@@ -43,8 +33,7 @@ model = dict(
     deploy_cfg=_base_.deploy_cfg,
     float_checkpoint=float_checkpoint,
     quantizer=dict(
-        type='mmrazor_quant.OpenVINOQuantizer',
-        global_qconfig=global_qconfig,
+        _base_.quantizer,
         tracer=dict(
             type='mmrazor_quant.CustomTracer',
             skipped_methods=[
@@ -52,13 +41,7 @@ model = dict(
                 'mmpretrain.models.heads.ClsHead._get_predictions'
             ])))
 
-model_wrapper_cfg = dict(
-    type='mmrazor_quant.MMArchitectureQuantDDP',
-    broadcast_buffers=False,
-    find_unused_parameters=True)
-
 test_cfg = dict(
     _delete_=True,
-    type='mmrazor_quant.PTQLoop',
     calibrate_dataloader=calibrate_dataloader,
-    calibrate_steps=32)
+    **_base_.ptq_loop)

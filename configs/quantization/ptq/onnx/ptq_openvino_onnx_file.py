@@ -19,8 +19,8 @@ default_hooks = dict(logger=dict(type='LoggerHook', interval=20))
 onnx_file = 'model.onnx'
 
 # The front door's OpenVINO defaults (mmrazor_quant.frontends.defaults):
-# the target's W8A8 schemes, per-channel min/max weights, histogram MSE
-# activation ranges.
+# the target's W8A8 schemes with asymmetric activations, per-channel min/max
+# weights, histogram MSE activation ranges, then bias correction.
 global_qconfig = dict(
     w_observer=dict(type='mmrazor_quant.PerChannelMinMaxObserver'),
     a_observer=dict(type='mmrazor_quant.HistogramMSEObserver'),
@@ -28,7 +28,7 @@ global_qconfig = dict(
     a_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
     w_qscheme=dict(
         qdtype='qint8', bit=8, is_symmetry=True, is_symmetric_range=True),
-    a_qscheme=dict(qdtype='quint8', bit=8, is_symmetry=True))
+    a_qscheme=dict(qdtype='quint8', bit=8, is_symmetry=False))
 
 model = dict(
     type='mmrazor_quant.MMArchitectureQuant',
@@ -58,4 +58,5 @@ test_evaluator = dict(type='FloatReferenceMetric', path=onnx_file)
 test_cfg = dict(
     type='mmrazor_quant.PTQLoop',
     calibrate_dataloader=calibrate_dataloader,
-    calibrate_steps=8)
+    calibrate_steps=8,
+    ptq_passes=[dict(type='correct_bias', single_pass=True)])

@@ -3,7 +3,11 @@
 # unsigned symmetric activations. The exported graph ends at the head's raw
 # outputs; decoding to keypoints stays outside it (docs/pose.md).
 #   python tools/ptq.py configs/quantization/ptq/pose/ptq_openvino_simplebaseline_r18_digits.py
-_base_ = ['../../../pose/simplebaseline_r18_digits.py']
+_base_ = [
+    '../../../pose/simplebaseline_r18_digits.py',
+    '../../_base_/qconfigs/openvino_w8a8_minmax.py',
+    '../_base_/calib8.py'
+]
 
 # Written by tools/demo.py --task pose; after your own fp32 training pass
 # --cfg-options model.float_checkpoint=work_dirs/simplebaseline_r18_digits/epoch_30.pth
@@ -16,16 +20,6 @@ calibrate_dataloader = dict(
     dataset=dict(_base_.pose_train_dataset, pipeline=_base_.val_pipeline),
     sampler=dict(type='DefaultSampler', shuffle=True))
 
-global_qconfig = dict(
-    w_observer=dict(type='mmrazor_quant.PerChannelMinMaxObserver'),
-    a_observer=dict(type='mmrazor_quant.MinMaxObserver'),
-    w_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
-    a_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
-    w_qscheme=dict(
-        qdtype='qint8', bit=8, is_symmetry=True, is_symmetric_range=True),
-    a_qscheme=dict(qdtype='quint8', bit=8, is_symmetry=True),
-)
-
 # The mmpose adapter supplies the input size (the test pipeline's
 # TopdownAffine), the rewrites of the sample loops and the skipped decode
 # and loss modules; the config names no skipped method.
@@ -35,13 +29,9 @@ model = dict(
     data_preprocessor=_base_.model.data_preprocessor,
     architecture=_base_.model,
     float_checkpoint=float_checkpoint,
-    quantizer=dict(
-        type='mmrazor_quant.OpenVINOQuantizer',
-        global_qconfig=global_qconfig,
-        tracer=dict(type='mmrazor_quant.CustomTracer')))
+    quantizer=_base_.quantizer)
 
 test_cfg = dict(
     _delete_=True,
-    type='mmrazor_quant.PTQLoop',
     calibrate_dataloader=calibrate_dataloader,
-    calibrate_steps=8)
+    **_base_.ptq_loop)

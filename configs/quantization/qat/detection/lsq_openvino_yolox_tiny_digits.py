@@ -10,15 +10,15 @@ _base_ = ['../../ptq/detection/ptq_openvino_yolox_tiny_digits.py']
 
 model = dict(
     quantizer=dict(
+        # LSQ's scales on symmetric u8 activations (the PTQ config's are
+        # asymmetric)
         global_qconfig=dict(
-            _delete_=True,
             w_observer=dict(type='mmrazor_quant.LSQPerChannelObserver'),
             a_observer=dict(type='mmrazor_quant.LSQObserver'),
             w_fake_quant=dict(type='mmrazor_quant.LearnableFakeQuantize'),
             a_fake_quant=dict(type='mmrazor_quant.LearnableFakeQuantize'),
-            w_qscheme=dict(qdtype='qint8', bit=8, is_symmetry=True,
-                           is_symmetric_range=True),
-            a_qscheme=dict(qdtype='quint8', bit=8, is_symmetry=True))))
+            a_qscheme=dict(
+                _delete_=True, qdtype='quint8', bit=8, is_symmetry=True))))
 model_wrapper_cfg = dict(
     type='mmrazor_quant.MMArchitectureQuantDDP',
     broadcast_buffers=False,

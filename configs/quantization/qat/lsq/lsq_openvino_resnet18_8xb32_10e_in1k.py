@@ -4,19 +4,12 @@
 # batch initialises every scale (all-reduced across ranks), then the scales
 # are learned with the weights.
 #   bash tools/dist_train.sh configs/quantization/qat/lsq/lsq_openvino_resnet18_8xb32_10e_in1k.py 8
-_base_ = ['mmcls::resnet/resnet18_8xb32_in1k.py']
+_base_ = [
+    'mmcls::resnet/resnet18_8xb32_in1k.py',
+    '../../_base_/qconfigs/openvino_w8a8_lsq.py'
+]
 
 float_checkpoint = 'https://download.openmmlab.com/mmclassification/v0/resnet/resnet18_8xb32_in1k_20210831-fbbb1da6.pth'  # noqa: E501
-
-global_qconfig = dict(
-    w_observer=dict(type='mmrazor_quant.LSQPerChannelObserver'),
-    a_observer=dict(type='mmrazor_quant.LSQObserver'),
-    w_fake_quant=dict(type='mmrazor_quant.LearnableFakeQuantize'),
-    a_fake_quant=dict(type='mmrazor_quant.LearnableFakeQuantize'),
-    w_qscheme=dict(
-        qdtype='qint8', bit=8, is_symmetry=True, is_symmetric_range=True),
-    a_qscheme=dict(qdtype='quint8', bit=8, is_symmetry=True),
-)
 
 model = dict(
     _delete_=True,
@@ -26,8 +19,7 @@ model = dict(
     architecture=_base_.model,
     float_checkpoint=float_checkpoint,
     quantizer=dict(
-        type='mmrazor_quant.OpenVINOQuantizer',
-        global_qconfig=global_qconfig,
+        _base_.quantizer,
         tracer=dict(
             type='mmrazor_quant.CustomTracer',
             skipped_methods=[

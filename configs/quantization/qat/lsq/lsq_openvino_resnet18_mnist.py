@@ -3,21 +3,14 @@
 # (2 * mean|x| / sqrt(quant_max), all-reduced across ranks), then scales and
 # weights are learned together; BN statistics stay those of the float model.
 #   python tools/train.py configs/quantization/qat/lsq/lsq_openvino_resnet18_mnist.py
-_base_ = ['../../../fp32/resnet18_mnist.py']
+_base_ = [
+    '../../../fp32/resnet18_mnist.py',
+    '../../_base_/qconfigs/openvino_w8a8_lsq.py'
+]
 
 # Written by `make demo` (tools/demo.py); after your own fp32 training pass
 # --cfg-options model.float_checkpoint=work_dirs/resnet18_mnist/epoch_6.pth
 float_checkpoint = 'work_dirs/fp32/resnet18_mnist/float.pth'
-
-global_qconfig = dict(
-    w_observer=dict(type='mmrazor_quant.LSQPerChannelObserver'),
-    a_observer=dict(type='mmrazor_quant.LSQObserver'),
-    w_fake_quant=dict(type='mmrazor_quant.LearnableFakeQuantize'),
-    a_fake_quant=dict(type='mmrazor_quant.LearnableFakeQuantize'),
-    w_qscheme=dict(
-        qdtype='qint8', bit=8, is_symmetry=True, is_symmetric_range=True),
-    a_qscheme=dict(qdtype='quint8', bit=8, is_symmetry=True),
-)
 
 model = dict(
     _delete_=True,
@@ -27,8 +20,7 @@ model = dict(
     architecture=_base_.model,
     float_checkpoint=float_checkpoint,
     quantizer=dict(
-        type='mmrazor_quant.OpenVINOQuantizer',
-        global_qconfig=global_qconfig,
+        _base_.quantizer,
         tracer=dict(
             type='mmrazor_quant.CustomTracer',
             skipped_methods=[

@@ -11,17 +11,11 @@ _base_ = ['../../ptq/pose/ptq_openvino_rtmpose_t_digits.py']
 
 model = dict(
     quantizer=dict(
+        # the PTQ config's min-max start and asymmetric grid (OpenVINO's
+        # rounding of SiLU outputs, see it), with learned scales
         global_qconfig=dict(
-            _delete_=True,
-            w_observer=dict(type='mmrazor_quant.PerChannelMinMaxObserver'),
-            a_observer=dict(type='mmrazor_quant.MinMaxObserver'),
             w_fake_quant=dict(type='mmrazor_quant.LearnableFakeQuantize'),
-            a_fake_quant=dict(type='mmrazor_quant.LearnableFakeQuantize'),
-            w_qscheme=dict(qdtype='qint8', bit=8, is_symmetry=True,
-                           is_symmetric_range=True),
-            # the PTQ config's asymmetric grid (OpenVINO's rounding of SiLU
-            # outputs, see it)
-            a_qscheme=dict(qdtype='quint8', bit=8, is_symmetry=False))))
+            a_fake_quant=dict(type='mmrazor_quant.LearnableFakeQuantize'))))
 model_wrapper_cfg = dict(
     type='mmrazor_quant.MMArchitectureQuantDDP',
     broadcast_buffers=False,

@@ -8,15 +8,12 @@ _base_ = ['../../ptq/pose/ptq_openvino_simplebaseline_r18_digits.py']
 
 model = dict(
     quantizer=dict(
+        # the PTQ config's grids (openvino_w8a8_minmax) with LSQ's scales
         global_qconfig=dict(
-            _delete_=True,
             w_observer=dict(type='mmrazor_quant.LSQPerChannelObserver'),
             a_observer=dict(type='mmrazor_quant.LSQObserver'),
             w_fake_quant=dict(type='mmrazor_quant.LearnableFakeQuantize'),
-            a_fake_quant=dict(type='mmrazor_quant.LearnableFakeQuantize'),
-            w_qscheme=dict(qdtype='qint8', bit=8, is_symmetry=True,
-                           is_symmetric_range=True),
-            a_qscheme=dict(qdtype='quint8', bit=8, is_symmetry=True))))
+            a_fake_quant=dict(type='mmrazor_quant.LearnableFakeQuantize'))))
 model_wrapper_cfg = dict(
     type='mmrazor_quant.MMArchitectureQuantDDP',
     broadcast_buffers=False,

@@ -6,50 +6,19 @@
 # (``qat.coco/bbox_mAP``) and of the float model (``original.``).
 #   python tools/train.py configs/quantization/qat/yolo/lsq_openvino_yolov5_n_digits.py \
 #       --cfg-options model.float_checkpoint=work_dirs/yolo/yolov5_n_digits/epoch_15.pth
-_base_ = ['../../ptq/yolo/ptq_openvino_yolov5_n_digits.py']
-
-model = dict(
-    quantizer=dict(
-        global_qconfig=dict(
-            _delete_=True,
-            w_observer=dict(type='mmrazor_quant.PerChannelMinMaxObserver'),
-            a_observer=dict(type='mmrazor_quant.MinMaxObserver'),
-            w_fake_quant=dict(type='mmrazor_quant.LearnableFakeQuantize'),
-            a_fake_quant=dict(type='mmrazor_quant.LearnableFakeQuantize'),
-            w_qscheme=dict(qdtype='qint8', bit=8, is_symmetry=True,
-                           is_symmetric_range=True),
-            # the PTQ config's asymmetric grid (OpenVINO's rounding of
-            # SiLU outputs, see it); the zero-point stays the first
-            # batch's, only the scale is learned
-            a_qscheme=dict(qdtype='quint8', bit=8, is_symmetry=False))))
-model_wrapper_cfg = dict(
-    type='mmrazor_quant.MMArchitectureQuantDDP',
-    broadcast_buffers=False,
-    find_unused_parameters=True)
-
-# Fine-tuning: 3 epochs (75 steps) from lr 5e-5, an 80th of the float run's,
-# cosine to zero; no weight decay on the learned scales; BN statistics stay
-# the float model's. The min-max start is PTQ's model, so the steps only
-# have to recover its small loss: a low learning rate keeps the weights near
-# the float ones (AdamW moves every weight by about lr per step).
-max_epochs = 3
-optim_wrapper = dict(
-    _delete_=True,
-    optimizer=dict(type='AdamW', lr=5e-5, weight_decay=5e-4),
-    paramwise_cfg=dict(
-        norm_decay_mult=0., bias_decay_mult=0.,
-        custom_keys={'.scale': dict(decay_mult=0.0)}),
-    clip_grad=dict(max_norm=10.))
-param_scheduler = [
-    dict(type='CosineAnnealingLR', T_max=max_epochs, by_epoch=True,
-         convert_to_iter_based=True)
+_base_ = [
+    '../../ptq/yolo/ptq_openvino_yolov5_n_digits.py', './_base_/lsq_openvino.py'
 ]
-train_cfg = dict(
-    _delete_=True,
-    type='mmrazor_quant.LSQEpochBasedLoop',
-    max_epochs=max_epochs,
-    val_interval=max_epochs,
-    freeze_bn_begin=1)
+
+model = dict(quantizer=dict(global_qconfig=_base_.lsq_qconfig))
+
+# Why lr 5e-5: the min-max start is PTQ's model, so the steps only have to
+# recover its small loss; a low learning rate keeps the weights near the
+# float ones (AdamW moves every weight by about lr per step).
+max_epochs = _base_.lsq_epochs
+optim_wrapper = dict(_delete_=True, **_base_.lsq_optim_wrapper)
+param_scheduler = _base_.lsq_param_scheduler
+train_cfg = dict(_delete_=True, **_base_.lsq_train_cfg)
 val_cfg = dict(_delete_=True, type='mmrazor_quant.QATValLoop')
 test_cfg = dict(_delete_=True, type='TestLoop')
 default_hooks = dict(sync=dict(type='SyncBuffersHook'))

@@ -123,6 +123,14 @@ def _select_inputs(node: fx.Node, selector: str,
     return residual or args[1:]
 
 
+def _is_scale_shift(node: fx.Node, kind: str) -> bool:
+    """An add or mul with a constant operand: one activation input."""
+    if kind not in (OpKind.ADD, OpKind.MUL):
+        return False
+    activations = [a for a in _tensor_args(node) if a.op != 'get_attr']
+    return len(activations) == 1 and len(node.args) + len(node.kwargs) == 2
+
+
 def _fold_activations(node: fx.Node, modules: Dict[str, nn.Module]) -> fx.Node:
     """Walk past single-user activations that a backend fuses into ``node``.
     """
@@ -190,11 +198,17 @@ class _Inserter:
             self._quantize_output(graph, node, kind, keys, modules, cache)
         graph.lint()
 
-    def _quantize_inputs(self, graph, node, kind, keys, modules, cache):
+    def _selected(self, node: fx.Node, kind: str,
+                  modules: Dict[str, nn.Module]) -> List[fx.Node]:
+        """The inputs of ``node`` the rules quantize."""
         selector = self.rules.quantized_inputs.get(kind)
-        if selector is None:
-            return
-        for src in _select_inputs(node, selector, modules):
+        if selector is None or self.rules.scale_shifts_unquantized and \
+                _is_scale_shift(node, kind):
+            return []
+        return _select_inputs(node, selector, modules)
+
+    def _quantize_inputs(self, graph, node, kind, keys, modules, cache):
+        for src in self._selected(node, kind, modules):
             if is_fake_quant_node(src) or src not in keys:
                 continue
             top, reader = self._hoisted(src, node, modules, keys)
@@ -208,10 +222,8 @@ class _Inserter:
                    modules: Dict[str, nn.Module]) -> bool:
         if is_fake_quant_node(user):
             return True
-        selector = self.rules.quantized_inputs.get(
-            classify_node(user, modules))
-        return selector is not None and src in _select_inputs(
-            user, selector, modules)
+        return src in self._selected(user, classify_node(user, modules),
+                                     modules)
 
     def _hoisted(self, src: fx.Node, consumer: fx.Node,
                  modules: Dict[str, nn.Module],

@@ -1,0 +1,9 @@
+# ./openvino_w8a8.py with activation ranges from the calibration set's minimum
+# and maximum (no moving average): what the small MNIST and digit models use.
+_base_ = ['./openvino_w8a8.py']
+
+global_qconfig = dict(
+    a_observer=dict(type='mmrazor_quant.MinMaxObserver'),
+    a_qscheme=dict(
+        _delete_=True, qdtype='quint8', bit=8, is_symmetry=True))
+quantizer = dict(global_qconfig=global_qconfig)
