@@ -7,14 +7,17 @@
   unnamed ``Shape`` next to nodes named ``/Shape`` and ``/Shape_1`` (what
   onnx's version converter leaves in a torch export) would take another
   node's module name and fail the conversion;
-* onnxruntime's symbolic shape inference fills ``value_info`` (the
-  converter sizes LayerNorm and reads dtypes from it); onnx's own shape
-  inference is the fallback when it gives up on a model.
+* shape inference fills ``value_info`` (the converter sizes LayerNorm and
+  reads dtypes from it): onnx's own, with data propagation, and where it
+  leaves a tensor without a shape (a ``Reshape`` to a computed shape),
+  onnxruntime's symbolic inference. onnx's takes milliseconds; the
+  symbolic one simplifies every dimension with sympy, which takes 30 s on
+  PP-OCRv4's detector (its ``Resize`` nodes on dynamic height and width).
 """
 import copy
 
 __all__ = ['constants_to_initializers', 'name_unnamed_nodes',
-           'infer_shapes', 'prepare_onnx']
+           'infer_shapes', 'unshaped_outputs', 'prepare_onnx']
 
 
 def constants_to_initializers(model):
@@ -78,20 +81,37 @@ def _module_name_for(node, name: str) -> str:
 
 
 def infer_shapes(model):
-    """``model`` with ``value_info`` filled: onnxruntime's symbolic shape
-    inference (merging symbolic dims), else onnx's shape inference."""
+    """``model`` with ``value_info`` filled: onnx's shape inference with
+    data propagation, or onnxruntime's symbolic shape inference (merging
+    symbolic dims) where that leaves a node output without a shape."""
     import onnx
+    inferred = onnx.shape_inference.infer_shapes(
+        model, strict_mode=False, data_prop=True)
+    if not unshaped_outputs(inferred):
+        return inferred
     try:
         from onnxruntime.tools.symbolic_shape_infer import (
             SymbolicShapeInference,
         )
-        inferred = SymbolicShapeInference.infer_shapes(
+        symbolic = SymbolicShapeInference.infer_shapes(
             model, auto_merge=True, guess_output_rank=False)
-        if inferred is not None:
-            return inferred
-    except Exception:  # noqa: BLE001 - any failure falls back to onnx's
+        if symbolic is not None:
+            return symbolic
+    except Exception:  # noqa: BLE001 - any failure keeps onnx's result
         pass
-    return onnx.shape_inference.infer_shapes(model)
+    return inferred
+
+
+def unshaped_outputs(model) -> list:
+    """The node outputs of ``model`` that no entry of its ``value_info``,
+    inputs or outputs gives an element type and a shape."""
+    graph = model.graph
+    shaped = {v.name for v in (*graph.value_info, *graph.input,
+                               *graph.output)
+              if v.type.tensor_type.elem_type
+              and v.type.tensor_type.HasField('shape')}
+    return [name for node in graph.node for name in node.output
+            if name and name not in shaped]
 
 
 def prepare_onnx(model):

@@ -115,6 +115,60 @@ def test_names_and_dynamic_axes(toy_onnx):
         '/ln/LayerNormalization'
 
 
+def _reshape_to_computed_shape(dynamic: bool):
+    """x [N, 4, 6] -> Reshape(x, Concat(Shape(x)[:1], [-1])): onnx's
+    inference gives the output a shape only when N is known."""
+    import onnx
+    from onnx import TensorProto, helper
+    batch = 'N' if dynamic else 2
+    nodes = [
+        helper.make_node('Shape', ['x'], ['shape']),
+        helper.make_node('Slice', ['shape', 'zero', 'one'], ['batch']),
+        helper.make_node('Concat', ['batch', 'minus_one'], ['target'],
+                         axis=0),
+        helper.make_node('Reshape', ['x', 'target'], ['y']),
+        helper.make_node('Relu', ['y'], ['out']),
+    ]
+    inits = [onnx.numpy_helper.from_array(np.array([v], np.int64), name)
+             for name, v in (('zero', 0), ('one', 1), ('minus_one', -1))]
+    graph = helper.make_graph(
+        nodes, 'g',
+        [helper.make_tensor_value_info('x', TensorProto.FLOAT,
+                                       [batch, 4, 6])],
+        [helper.make_tensor_value_info('out', TensorProto.FLOAT, None)],
+        inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid('',
+                                                                       13)])
+
+
+def test_shape_inference_falls_back_to_symbolic_only_where_needed(
+        monkeypatch):
+    """onnx's shape inference (milliseconds) is kept when it shapes every
+    node output; a reshape to a shape computed from the input's shape
+    needs onnxruntime's symbolic inference (seconds to minutes), which
+    keeps the dynamic dim's name."""
+    from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+
+    from mmrazor_quant.frontends.onnx_prepasses import (
+        infer_shapes,
+        unshaped_outputs,
+    )
+    symbolic = SymbolicShapeInference.infer_shapes
+    calls = []
+    monkeypatch.setattr(SymbolicShapeInference, 'infer_shapes',
+                        lambda *a, **k: calls.append(1) or symbolic(*a, **k))
+    plain = _reshape_to_computed_shape(dynamic=False)
+    del plain.graph.node[:4]  # x -> Relu -> out
+    plain.graph.node[0].input[0] = 'x'
+    assert unshaped_outputs(infer_shapes(plain)) == [] and calls == []
+    inferred = infer_shapes(_reshape_to_computed_shape(dynamic=True))
+    assert len(calls) == 1 and unshaped_outputs(inferred) == []
+    dims = {v.name: [d.dim_value or d.dim_param
+                     for d in v.type.tensor_type.shape.dim]
+            for v in inferred.graph.value_info}
+    assert dims['y'] == ['N', 24]
+
+
 def _openvino_quant(path: str, normalize: bool):
     from mmrazor_quant.frontends.defaults import default_quantizer
     return MODELS.build(dict(
