@@ -21,7 +21,11 @@ class FakeQuantize(BaseFakeQuantize):
 
     1. if ``observer_enabled``: the observer records ``x``, its
        ``calculate_qparams()`` is copied into the ``scale`` / ``zero_point``
-       buffers and ``initialized`` becomes 1;
+       buffers and ``initialized`` becomes 1 (for an observer that searches
+       its statistics, e.g. a histogram's, while fake quantization is off:
+       once, when the qparams are next needed — fake quantization or the
+       observer switched, :meth:`sync_qparams`, ``is_initialized``,
+       ``get_qparams`` or ``state_dict``);
     2. if ``fake_quant_enabled``: returns
        ``(clamp(round(x / s) + z, quant_min, quant_max) - z) * s`` with the
        scheme's rounding (straight-through gradient for ``x``);
@@ -57,8 +61,21 @@ class FakeQuantize(BaseFakeQuantize):
     def observe(self, x: Tensor) -> None:
         """Record ``x`` and take the observer's qparams (no gradient)."""
         self.observer(x.detach())
+        if self.observer.defers_qparams and not self.fake_quant_on:
+            self._qparams_stale = True
+            return
+        self._take_observer_qparams()
+
+    def _take_observer_qparams(self) -> None:
+        self._qparams_stale = False
         scale, zero_point = self.calculate_qparams()
         self._set_qparams(scale, zero_point)
+
+    def sync_qparams(self) -> None:
+        """Compute the qparams an observer deferred (see the class
+        docstring); a no-op when they are current."""
+        if self.__dict__.get('_qparams_stale'):
+            self._take_observer_qparams()
 
     def forward(self, x: Tensor) -> Tensor:
         """Observe (if enabled) and fake-quantize (if enabled) ``x``."""
@@ -66,8 +83,32 @@ class FakeQuantize(BaseFakeQuantize):
             self.observe(x)
         if not self.fake_quant_on:
             return x
+        self.sync_qparams()
         self._check_initialized()
         return self.quantize(x)
+
+    # Every way the qparams can be read or start being used takes the
+    # deferred ones first.
+    def _set_flag(self, name: str, value: bool) -> None:
+        self.sync_qparams()
+        super()._set_flag(name, value)
+
+    @property
+    def is_initialized(self) -> bool:
+        self.sync_qparams()
+        return super().is_initialized
+
+    def get_qparams(self):
+        self.sync_qparams()
+        return super().get_qparams()
+
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        self.sync_qparams()
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+
+    def _load_from_state_dict(self, *args, **kwargs) -> None:
+        super()._load_from_state_dict(*args, **kwargs)
+        self._qparams_stale = False  # the checkpoint's qparams replace them
 
     def quantize(self, x: Tensor) -> Tensor:
         """Fake-quantize ``x`` with the current ``scale`` / ``zero_point``

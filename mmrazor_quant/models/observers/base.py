@@ -51,6 +51,11 @@ class BaseObserver(WithArgsMixin, nn.Module):
     is_fx_leaf = True
     #: What ``QConfigHandler`` accepts as ``*_observer`` (see its ROLES).
     quant_role: ClassVar[str] = 'observer'
+    #: ``calculate_qparams`` depends only on the accumulated statistics and
+    #: searches them (histograms): while nothing uses the qparams (fake
+    #: quantization off, as in calibration), ``FakeQuantize`` computes them
+    #: once, when they are next needed, instead of after every batch.
+    defers_qparams: ClassVar[bool] = False
 
     def __init__(self, qscheme: Optional[QSchema] = None) -> None:
         super().__init__()

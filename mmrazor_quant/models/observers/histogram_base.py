@@ -54,6 +54,8 @@ class BaseHistogramObserver(BaseObserver):
         ValueError: If ``bins`` is not an int >= 2.
     """
 
+    defers_qparams = True
+
     def __init__(self,
                  qscheme: Optional[QSchema] = None,
                  bins: int = 2048) -> None:

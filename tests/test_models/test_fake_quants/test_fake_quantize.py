@@ -163,3 +163,67 @@ def test_build_from_config_with_dict_observer():
 def test_a_fake_quant_needs_an_observer_or_a_qscheme():
     with pytest.raises(ValueError, match='needs an observer or a qscheme'):
         FakeQuantize(None)
+
+
+def _histogram_fq():
+    return FakeQuantize(dict(type='mmrazor_quant.HistogramMSEObserver',
+                             bins=256, num_candidates=20))
+
+
+def _calibrate(fq, batches):
+    fq.enable_observer()
+    fq.disable_fake_quant()
+    for x in batches:
+        assert torch.equal(fq(x), x)
+
+
+def test_histogram_qparams_searched_once_when_next_needed(monkeypatch):
+    """A histogram observer's range search runs once after a calibration
+    with fake quantization off, not after every batch, and gives the
+    qparams of its final histogram (those computed after each batch)."""
+    torch.manual_seed(0)
+    batches = [torch.randn(64, 8) * (1 + i) for i in range(5)]
+    eager = _histogram_fq()
+    for x in batches:  # fake quantization on: qparams after every batch
+        eager(x)
+    lazy = _histogram_fq()
+    calls = []
+    search = type(lazy.observer)._search_range
+    monkeypatch.setattr(type(lazy.observer), '_search_range',
+                        lambda self: calls.append(1) or search(self))
+    _calibrate(lazy, batches)
+    assert calls == []
+    lazy.disable_observer()  # as calibrate() ends
+    assert len(calls) == 1
+    torch.testing.assert_close(lazy.scale, eager.scale, atol=0, rtol=0)
+    assert lazy.zero_point.item() == eager.zero_point.item()
+
+
+@pytest.mark.parametrize('read', [
+    lambda fq: fq.is_initialized,
+    lambda fq: fq.get_qparams()[0],
+    lambda fq: fq.state_dict()['scale'],
+    lambda fq: fq.sync_qparams(),
+    lambda fq: fq.enable_fake_quant(),
+])
+def test_deferred_qparams_are_taken_by_every_reader(read):
+    torch.manual_seed(0)
+    x = torch.randn(64, 8) * 3
+    fq = _histogram_fq()
+    _calibrate(fq, [x])
+    assert fq.scale.item() == 1.0  # not yet searched
+    read(fq)
+    expected, _ = fq.observer.calculate_qparams()
+    torch.testing.assert_close(fq.scale, expected, atol=0, rtol=0)
+    assert fq.scale.item() != 1.0 and fq.is_initialized
+
+
+def test_loaded_qparams_replace_deferred_ones():
+    torch.manual_seed(0)
+    source = _histogram_fq()
+    source(torch.randn(32, 4) * 5)
+    fq = _histogram_fq()
+    _calibrate(fq, [torch.randn(32, 4)])
+    fq.load_state_dict(source.state_dict())
+    fq.disable_observer()
+    torch.testing.assert_close(fq.scale, source.scale, atol=0, rtol=0)
