@@ -9,6 +9,7 @@ lowest SQNR, the largest difference in quantization steps), and the task's
 deploy head says what else to compare (top-1 labels, decoded boxes,
 keypoints, pixel labels) and how to summarise it in one agreement figure.
 """
+import copy
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Union
 
@@ -81,6 +82,13 @@ class ParityReport:
             u8 x s8 products saturate (no VNNI, see
             :func:`~mmrazor_quant.deploy.int8_pairs_saturate`); the report
             then says so.
+        float64_sqnr_db (float, optional): The simulation against itself
+            computed in float64 (lowest over the outputs), when asked for:
+            how far two exact evaluations of the same quantized model
+            drift apart through float32 rounding alone. A model whose
+            requantized layers amplify a last-bit difference into a
+            one-step flip has a low figure here, and no runtime can agree
+            with the simulation much better than it.
     """
     runtime: str
     task: str
@@ -96,6 +104,7 @@ class ParityReport:
     runtime_accuracy: Optional[float] = None
     details: Dict[str, float] = field(default_factory=dict)
     int8_saturates: bool = False
+    float64_sqnr_db: Optional[float] = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -121,6 +130,10 @@ class ParityReport:
                          f'deployed {100 * self.runtime_accuracy:.2f} %')
         lines += ['  ' + label(name) + f'{value:.4g}'
                   for name, value in self.details.items()]
+        if self.float64_sqnr_db is not None:
+            lines.append('  ' + label('float32 / 64') +
+                         f'{self.float64_sqnr_db:.1f} dB (the simulation '
+                         'against itself in float64)')
         if self.int8_saturates:
             lines.append(f'  note: {SATURATION_NOTE}')
         return '\n'.join(lines)
@@ -256,6 +269,7 @@ def run_parity(model: nn.Module,
                batch_size: Optional[int] = None,
                step: Optional[float] = None,
                task: str = 'tensor',
+               float64_floor: bool = False,
                **runtime_options) -> ParityReport:
     """Simulate ``model`` under the runtime's arithmetic, run ``onnx_path``
     in the runtime on the same inputs, compare.
@@ -275,6 +289,9 @@ def run_parity(model: nn.Module,
         step (float, optional): Unit of the step difference. Defaults to
             :func:`output_step` of ``model``.
         task (str): For the report. Defaults to ``'tensor'``.
+        float64_floor (bool): Also run the simulation in float64 and report
+            its agreement with the float32 one (``float64_sqnr_db``).
+            Defaults to False.
         **runtime_options: Passed to the runtime's loader and simulation.
 
     Returns:
@@ -297,7 +314,23 @@ def run_parity(model: nn.Module,
     except ValueError as e:
         raise ValueError(f'{onnx_path} in {plugin.name}: {e}') from None
     report.int8_saturates = plugin.int8_saturates(**runtime_options)
+    if float64_floor:
+        report.float64_sqnr_db = _float64_sqnr(plugin, model, batches, sims,
+                                               runtime_options)
     return report
+
+
+def _float64_sqnr(plugin: BaseRuntime, model: nn.Module,
+                  batches: List[Tensor], sims: List[List[Tensor]],
+                  options: dict) -> float:
+    """The lowest SQNR of the float32 simulation's outputs against the same
+    simulation in float64 (see ``ParityReport.float64_sqnr_db``)."""
+    model64 = copy.deepcopy(model).double()
+    with plugin.simulation(model64, **options) as simulation:
+        sims64 = [flat_outputs(simulation(batch.double()))
+                  for batch in batches]
+    return min(sqnr_db(ref.float(), sim)
+               for ref, sim in zip(_joined(sims64), _joined(sims)))
 
 
 def check_parity(model: nn.Module,

@@ -45,9 +45,10 @@ def int32_bias_models(w8a8_checkpoints):
         if (arch, algo) not in cache:
             model = copy.deepcopy(w8a8_checkpoints(arch, algo, 'openvino'))
             alignment = align_bias_to_int32_grid_(model)
-            # 0.5 grid steps, up to float32 rounding.
+            # 0.5 grid steps, up to float32 rounding of biases some 1e4
+            # steps from zero (1.3e-3 steps seen on MobileNetV2)
             assert alignment.layers
-            assert alignment.max_grid_steps <= 0.5 + 1e-3
+            assert alignment.max_grid_steps <= 0.5 + 1e-2
             assert max(bias_grid_offsets(model).values()) < 1e-2
             cache[arch, algo] = model
         return cache[arch, algo]

@@ -52,6 +52,8 @@ def test_parity_in_onnxruntime_and_openvino(exported):
     for runtime, report in parity.items():
         assert report.num_samples == 32
         assert report.sqnr_db >= 35, (backend, runtime, report)
+        # a shallow model: float32 rounding flips few quantized values
+        assert report.float64_sqnr_db >= 45, (backend, runtime, report)
 
 
 def test_export_keeps_the_files_names(exported):
