@@ -131,9 +131,14 @@ def test_detector_map_keeps_sqnr(tmp_path):
     qmodel = front_door.quantize_model(
         front_door.load_model(model), folder, backend='onnxruntime',
         batch_size=1)
-    result, _ = front_door.export_model(
+    result, parity = front_door.export_model(
         qmodel, str(tmp_path / 'det_int8.onnx'), backend='onnxruntime',
-        example=torch.from_numpy(inputs[:1]))
+        parity_data=torch.from_numpy(inputs), example=torch.from_numpy(
+            inputs[:1]))
+    for runtime, report in parity.items():
+        # float64 agrees with the float32 simulation at about 24 dB
+        bar = min(35.0, report.float64_sqnr_db - 3.0)
+        assert report.sqnr_db >= bar, (runtime, report)
     fp32 = ocr.run_batched(_ort(model), inputs)
     ours = ocr.run_batched(_ort(result.onnx_path), inputs)
     assert ocr.map_sqnr(fp32, ours) >= 15.0
