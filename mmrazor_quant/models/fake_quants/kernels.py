@@ -132,9 +132,12 @@ class _FakeQuantizeSTE(torch.autograd.Function):
                 half_away: bool) -> Tensor:
         q = _round_(torch.mul(_as_float32(x), inv_scale), half_away)
         q = q.add_(zero_point)
+        if not ctx.needs_input_grad[0]:
+            # no mask to save: one x-sized tensor, not two
+            return q.clamp_(quant_min, quant_max).sub_(zero_point).mul_(
+                scale).to(x.dtype)
         out = q.clamp(quant_min, quant_max)
-        if ctx.needs_input_grad[0]:
-            ctx.save_for_backward(torch.eq(q, out))
+        ctx.save_for_backward(torch.eq(q, out))
         return out.sub_(zero_point).mul_(scale).to(x.dtype)
 
     @staticmethod
