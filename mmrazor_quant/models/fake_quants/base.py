@@ -143,6 +143,15 @@ class BaseFakeQuantize(WithArgsMixin, FakeQuantizeAPIMixin,
         """Write the flag buffer ``name`` and its Python mirror."""
         getattr(self, name).fill_(1 if value else 0)
         self._flags[name] = bool(value)
+        self.__dict__.get('_flag_cache', {}).pop(name, None)
+
+    def __getstate__(self) -> dict:
+        # A copy's buffers restart their version counters, which could
+        # match a cached entry's: copies (deepcopy, pickle) read the flags
+        # afresh.
+        state = dict(super().__getstate__())
+        state.pop('_flag_cache', None)
+        return state
 
     @property
     def observer_on(self) -> bool:

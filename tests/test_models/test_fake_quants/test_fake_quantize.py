@@ -227,3 +227,23 @@ def test_loaded_qparams_replace_deferred_ones():
     fq.load_state_dict(source.state_dict())
     fq.disable_observer()
     torch.testing.assert_close(fq.scale, source.scale, atol=0, rtol=0)
+
+
+@pytest.mark.parametrize('writes', range(4))
+def test_a_copy_reads_its_switches_afresh(writes):
+    """A copy's buffers restart their version counters: a flag cached on
+    the original must not be taken for the copy's (a deep copy of a
+    calibrated model once ran with its observers on)."""
+    import copy
+    fq = FakeQuantize(observer(bit=8, qdtype='quint8'))
+    fq(torch.randn(4, 3))
+    assert fq.observer_on and fq.fake_quant_on and fq.is_initialized
+    for i in range(writes + 1):  # written behind the cache's back
+        fq.observer_enabled.fill_(i % 2)
+        fq.fake_quant_enabled.fill_((i + 1) % 2)
+    fq.disable_observer()
+    twin = copy.deepcopy(fq)
+    assert '_flag_cache' not in twin.__dict__
+    for flag in ('observer_enabled', 'fake_quant_enabled', 'initialized'):
+        assert twin._flag(flag) == bool(getattr(twin, flag)[0]) == \
+            fq._flag(flag)
