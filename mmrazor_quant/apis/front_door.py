@@ -142,6 +142,7 @@ def quantize_model(model: nn.Module,
     from mmrazor_quant.ptq.pipeline import (
         build_ptq_passes,
         collect_inputs,
+        recording_during_calibration,
         run_ptq_passes,
     )
     mapping = None
@@ -164,7 +165,10 @@ def quantize_model(model: nn.Module,
         return collect_inputs(qmodel, loader, steps)
 
     run_ptq_passes(qmodel, passes, 'before_calibration', data)
-    calibrate(qmodel, loader, steps, show_progress=False)
+    # the loader is neither shuffled nor augmented: bias correction can
+    # take the float means calibration sees
+    with recording_during_calibration(qmodel, passes):
+        calibrate(qmodel, loader, steps, show_progress=False)
     run_ptq_passes(qmodel, passes, 'after_calibration', data)
     qmodel.eval()
     return qmodel

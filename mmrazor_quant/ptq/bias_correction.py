@@ -32,7 +32,8 @@ from mmrazor_quant.registry import TASK_UTILS
 from .graph_utils import weighted_nodes
 from .reconstruction import sample_inputs
 
-__all__ = ['correct_bias', 'output_channel_means', 'all_output_channel_means']
+__all__ = ['correct_bias', 'output_channel_means', 'all_output_channel_means',
+           'OutputChannelMeans', 'record_float_means']
 
 
 class _Stop(Exception):
@@ -79,42 +80,74 @@ def output_channel_means(gm: fx.GraphModule, name: str, inputs: Tensor,
     return total / count
 
 
+class OutputChannelMeans:
+    """Records, while it is entered, the per-channel mean of each layer's
+    pre-activation output over every forward of ``gm`` (forward hooks; a
+    fused ReLU is applied by the hook, so each layer runs once).
+
+    Attributes:
+        num_samples (int): Samples that went through the first layer.
+    """
+
+    def __init__(self, gm: fx.GraphModule, names: Sequence[str]) -> None:
+        self.names = list(names)
+        self._modules = [gm.get_submodule(n) for n in self.names]
+        self._totals: Dict[str, Tensor] = {}
+        self._counts: Dict[str, int] = {}
+        self._handles: list = []
+        self.num_samples = 0
+
+    def _hook_of(self, name: str, first: bool):
+
+        def hook(mod, args, out):
+            part, count = _channel_sums(mod, out)
+            totals = self._totals
+            totals[name] = totals[name] + part if name in totals else part
+            self._counts[name] = self._counts.get(name, 0) + count
+            if first:
+                self.num_samples += out.shape[0]
+            return F.relu(out) if type(mod)._with_relu else out
+
+        return hook
+
+    def __enter__(self) -> 'OutputChannelMeans':
+        self._handles = [
+            m.register_forward_hook(self._hook_of(n, i == 0))
+            for i, (n, m) in enumerate(zip(self.names, self._modules))]
+        for module in self._modules:
+            # an instance attribute shadows the class one: the hook sees
+            # the pre-activation output
+            module._with_relu = False
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for handle in self._handles:
+            handle.remove()
+        for module in self._modules:
+            module.__dict__.pop('_with_relu', None)
+
+    def means(self) -> Dict[str, Tensor]:
+        """``{layer: per-channel mean}`` of what was recorded.
+
+        Raises:
+            RuntimeError: Naming the layers no forward reached.
+        """
+        missing = [n for n in self.names if n not in self._totals]
+        if missing:
+            raise RuntimeError(f'correct_bias: no sample reached {missing}')
+        return {n: self._totals[n] / self._counts[n] for n in self.names}
+
+
 @torch.no_grad()
 def all_output_channel_means(gm: fx.GraphModule, names: Sequence[str],
                              inputs: Tensor,
                              batch_size: int = 64) -> Dict[str, Tensor]:
     """:func:`output_channel_means` of every layer in ``names`` from one
     pass over ``inputs``."""
-    totals: Dict[str, Tensor] = {}
-    counts: Dict[str, int] = {}
-
-    def hook_of(name):
-
-        # A forward hook on the layer run without its fused ReLU sees the
-        # pre-activation output and applies the ReLU itself: one conv per
-        # layer, not two.
-        def hook(mod, args, out):
-            part, count = _channel_sums(mod, out)
-            totals[name] = totals[name] + part if name in totals else part
-            counts[name] = counts.get(name, 0) + count
-            return F.relu(out) if type(mod)._with_relu else out
-
-        return hook
-
-    modules = [gm.get_submodule(n) for n in names]
-    handles = [m.register_forward_hook(hook_of(n))
-               for n, m in zip(names, modules)]
-    for module in modules:
-        module._with_relu = False  # instance attribute shadows the class one
-    try:
+    with OutputChannelMeans(gm, names) as recorder:
         for batch in inputs.split(batch_size):
             gm(batch)
-    finally:
-        for handle in handles:
-            handle.remove()
-        for module in modules:
-            module.__dict__.pop('_with_relu', None)
-    return {n: totals[n] / counts[n] for n in names}
+    return recorder.means()
 
 
 def _channel_axis(module: nn.Module, out: Tensor) -> int:
@@ -147,7 +180,9 @@ def correct_bias(model: nn.Module,
                  batch_size: int = 64,
                  layers: Optional[Sequence[str]] = None,
                  seed: int = 0,
-                 single_pass: bool = False) -> List[str]:
+                 single_pass: bool = False,
+                 float_means: Optional[OutputChannelMeans] = None
+                 ) -> List[str]:
     """Empirical bias correction of every QAT conv/linear, in place.
 
     Runs after calibration. The float means of all layers are taken first,
@@ -174,6 +209,10 @@ def correct_bias(model: nn.Module,
         seed (int): Seed of the sample draw. Defaults to 0.
         single_pass (bool): Correct the layers in one pass holding all
             samples' activations. Defaults to False.
+        float_means (OutputChannelMeans, optional): The float model's
+            means, recorded while calibration ran it on the same samples
+            (see :func:`record_float_means`); used when it saw as many
+            samples as are drawn here, instead of a float pass of its own.
 
     Returns:
         list[str]: The corrected layers.
@@ -193,14 +232,19 @@ def correct_bias(model: nn.Module,
         disable_observer(gm)
         # The float model shares the biases being corrected: take all its
         # means first, while it is still the original.
-        disable_fake_quant(gm)
-        float_means = all_output_channel_means(gm, names, inputs, batch_size)
+        if _recorded_on(float_means, names, inputs):
+            logger.info(f'PTQ correct_bias: float means recorded during '
+                        f'calibration ({float_means.num_samples} samples)')
+            means = float_means.means()
+        else:
+            disable_fake_quant(gm)
+            means = all_output_channel_means(gm, names, inputs, batch_size)
         enable_fake_quant(gm)
         if single_pass:
-            _correct_in_one_pass(gm, names, float_means, inputs, batch_size)
+            _correct_in_one_pass(gm, names, means, inputs, batch_size)
             return names
         for i, name in enumerate(names):
-            float_mean = float_means[name]
+            float_mean = means[name]
             quant_mean = output_channel_means(gm, name, inputs, batch_size)
             delta = float_mean - quant_mean
             _add_bias(gm.get_submodule(name), delta)
@@ -263,4 +307,29 @@ def _free(runner: fx.Interpreter, node: fx.Node, last_use: dict) -> None:
             del runner.env[arg]
 
 
+def _recorded_on(float_means: Optional[OutputChannelMeans],
+                 names: Sequence[str], inputs: Tensor) -> bool:
+    """Whether ``float_means`` holds every layer of ``names`` over as many
+    samples as ``inputs``."""
+    return (float_means is not None
+            and float_means.num_samples == len(inputs)
+            and set(names) <= set(float_means.names))
+
+
+def record_float_means(model: nn.Module,
+                       layers: Optional[Sequence[str]] = None,
+                       **_) -> OutputChannelMeans:
+    """The recorder of :func:`correct_bias`'s float means for a
+    calibration of ``model`` (its fake quants off: the float model), given
+    to ``correct_bias`` as ``float_means``. It saves the bias correction's
+    float pass when calibration runs on the samples the correction draws
+    (``apis.front_door``)."""
+    gm = tensor_graph_module(model)
+    names = [str(n.target) for n in weighted_nodes(gm)]
+    if layers is not None:
+        names = [n for n in names if n in set(layers)]
+    return OutputChannelMeans(gm, names)
+
+
 correct_bias.stage = 'after_calibration'
+correct_bias.calibration_recorder = (record_float_means, 'float_means')

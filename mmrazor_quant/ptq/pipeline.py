@@ -1,5 +1,6 @@
 """Build PTQ passes from config and run them around calibration
 (used by :class:`~mmrazor_quant.engine.PTQLoop`)."""
+import contextlib
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, List, Optional, Sequence
@@ -12,7 +13,7 @@ from torch import Tensor, nn
 from mmrazor_quant.registry import TASK_UTILS
 
 __all__ = ['PTQPass', 'build_ptq_passes', 'run_ptq_passes',
-           'collect_inputs', 'STAGES']
+           'collect_inputs', 'recording_during_calibration', 'STAGES']
 
 #: When a pass runs relative to calibration.
 STAGES = ('before_calibration', 'after_calibration')
@@ -20,14 +21,17 @@ STAGES = ('before_calibration', 'after_calibration')
 
 @dataclass
 class PTQPass:
-    """A pass built from config: ``fn(model, data, **kwargs)``."""
+    """A pass built from config: ``fn(model, data, **kwargs)``, plus what
+    it recorded during calibration (:func:`recording_during_calibration`).
+    """
     name: str
     fn: Callable
     kwargs: dict = field(default_factory=dict)
     stage: str = 'after_calibration'
+    recorded: dict = field(default_factory=dict)
 
     def __call__(self, model: nn.Module, data=None):
-        return self.fn(model, data, **self.kwargs)
+        return self.fn(model, data, **self.kwargs, **self.recorded)
 
 
 def build_ptq_passes(cfgs: Optional[Sequence[dict]]) -> List[PTQPass]:
@@ -93,3 +97,28 @@ def run_ptq_passes(model: nn.Module, passes: Sequence[PTQPass], stage: str,
         ptq_pass(model, data)
         logger.info(f'PTQ pass {ptq_pass.name} took '
                     f'{time.time() - start:.1f} s')
+
+
+@contextlib.contextmanager
+def recording_during_calibration(model: nn.Module,
+                                 passes: Sequence[PTQPass]):
+    """Let the first after-calibration pass record what it needs from the
+    float model while a calibration inside this block runs it, instead of
+    running it again itself (bias correction's float means).
+
+    A pass function opts in with ``fn.calibration_recorder = (make, key)``:
+    ``make(model, **kwargs)`` is a context manager entered around the
+    calibration, and the pass then gets it as its ``key`` argument. Use it
+    only where calibration sees the samples the pass will draw (the pass
+    checks the sample count): not with a shuffled or augmented loader.
+    """
+    first = next((p for p in passes if p.stage == STAGES[1]), None)
+    spec = getattr(first.fn, 'calibration_recorder', None) \
+        if first is not None else None
+    if spec is None:
+        yield
+        return
+    make, key = spec
+    with make(model, **first.kwargs) as recorder:
+        yield
+    first.recorded = {key: recorder}

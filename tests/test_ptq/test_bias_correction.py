@@ -103,3 +103,48 @@ def test_all_layers_means_in_one_pass_equal_one_layer_at_a_time(
 def torch_close(a, b):
     import torch
     torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_means_recorded_during_calibration_give_the_same_corrections(
+        float_state, digits):
+    """Bias correction takes the float means calibration saw (the front
+    door's path) instead of a float pass of its own: the same biases up to
+    float32 summation order; means of other samples are not used."""
+    import copy
+
+    from mmrazor_quant.ptq.bias_correction import record_float_means
+    from mmrazor_quant.ptq.pipeline import (
+        build_ptq_passes,
+        recording_during_calibration,
+    )
+    images = digits[0][:128]
+    fresh = build_quantized(float_state, w_bit=3, a_bit=8)
+    passes = build_ptq_passes([dict(type='correct_bias', single_pass=True,
+                                    batch_size=32)])
+    recorded = copy.deepcopy(fresh)
+    with recording_during_calibration(recorded, passes):
+        calibrate(recorded, images)
+    assert passes[0].recorded['float_means'].num_samples == 128
+    plain = calibrate(copy.deepcopy(fresh), images)
+    passes[0](recorded, [images])
+    correct_bias(plain, [images], batch_size=32, single_pass=True)
+    _assert_same_parameters(recorded, plain, atol=2e-4)
+    other = copy.deepcopy(fresh)
+    with record_float_means(other) as recorder:
+        calibrate(other, digits[0][128:192])
+    assert recorder.num_samples == 64
+    twin = copy.deepcopy(other)
+    correct_bias(other, [images], batch_size=32, single_pass=True,
+                 float_means=recorder)
+    correct_bias(twin, [images], batch_size=32, single_pass=True)
+    _assert_same_parameters(other, twin, atol=0)
+
+
+
+
+def _assert_same_parameters(model, other, atol):
+    import torch
+    theirs = dict(other.named_parameters())
+    for key, value in model.named_parameters():
+        torch.testing.assert_close(value, theirs[key], rtol=0, atol=atol,
+                                   msg=key)
