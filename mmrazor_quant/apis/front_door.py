@@ -155,7 +155,8 @@ def quantize_model(model: nn.Module,
     if ptq_passes is None:
         ptq_passes = [dict(p) for p in DEFAULT_PTQ_PASSES]
     passes = build_ptq_passes(ptq_passes)
-    loader = calibration_loader(calib, batch_size, **dataset_kwargs)
+    loader = calibration_loader(calib, batch_size,
+                                **_folder_kwargs(model, dataset_kwargs))
     steps = calib_steps or len(loader)
     qmodel = MODELS.build(dict(type='mmrazor_quant.MMArchitectureQuant',
                                architecture=model, quantizer=quantizer,
@@ -183,10 +184,22 @@ def _sample_shape(model: nn.Module, loader) -> Optional[Tuple[int, ...]]:
         else None
 
 
+def _folder_kwargs(model: nn.Module, dataset_kwargs: dict) -> dict:
+    """A folder's dataset arguments, reading a model with several inputs
+    by its input names (one subfolder or ``.npz`` key per input) unless
+    told otherwise."""
+    names = getattr(getattr(model, 'architecture', model), 'input_names',
+                    None)
+    if names and len(names) > 1 and 'input_names' not in dataset_kwargs:
+        return dict(dataset_kwargs, input_names=list(names))
+    return dataset_kwargs
+
+
 def _inputs(qmodel: nn.Module, data: Data, steps: Optional[int],
-            **dataset_kwargs) -> List[torch.Tensor]:
+            **dataset_kwargs) -> list:
     from mmrazor_quant.ptq.pipeline import collect_inputs
-    loader = calibration_loader(data, **dataset_kwargs)
+    loader = calibration_loader(data, **_folder_kwargs(qmodel,
+                                                       dataset_kwargs))
     return collect_inputs(qmodel, loader, steps or len(loader))
 
 
@@ -264,6 +277,7 @@ def export_model(qmodel: nn.Module,
     from mmrazor_quant.deploy import run_parity
     from mmrazor_quant.deploy.exporters import build_exporter
     from mmrazor_quant.deploy.runtimes import parity_runtimes
+    from mmrazor_quant.utils.model_inputs import select_samples
     target = get_backend(backend, 'backend', deployable=True)
     if runtimes is None:
         runtimes = parity_runtimes(target)
@@ -272,7 +286,8 @@ def export_model(qmodel: nn.Module,
     if example is None and not inputs:
         raise ValueError('export_model needs parity_data or an example '
                          'batch')
-    example = inputs[0][:2] if example is None else example
+    if example is None:
+        example = select_samples(inputs[0], slice(0, 2))
     exporter = build_exporter(target.name, **exporter_kwargs)
     exporter.prepare_model(qmodel)
     result = exporter.export(qmodel, example, out)
@@ -325,7 +340,8 @@ def quantize_file(model: str,
     log(f'wrote {", ".join(result.files.values())}')
     for runtime, report in reports.items():
         log(f'parity in {runtime}: {report.sqnr_db:.1f} dB SQNR, at most '
-            f'{report.max_step_diff:.2f} output steps apart')
+            f'{report.max_step_diff:.2f} output steps apart (the '
+            f'simulation in float64: {report.float64_sqnr_db:.1f} dB)')
     rows = float_ops(qmodel)
     log(f'{len(rows)} operations stay float:\n{format_float_ops(rows)}')
     return result, reports

@@ -15,6 +15,7 @@ from mmrazor_quant.structures.opsets import (
     DYNAMO_MIN_OPSET,
     MIN_OPSET,
 )
+from mmrazor_quant.utils.model_inputs import cat_inputs, num_samples
 from .qdq_fake_quantize import QDQFakeQuantize
 from .traceable_sizes import make_size_arithmetic_traceable
 
@@ -116,16 +117,33 @@ def fix_zero_point_types(model: onnx.ModelProto) -> int:
     return fixed
 
 
-def _torch_export(model: nn.Module, example_input: torch.Tensor, path: str,
-                  opset: int, names: 'TensorNames') -> None:
+class _PositionalInputs(nn.Module):
+    """A model taking a dict of inputs by name, called with the tensors in
+    ``names`` order: the exporters name positional inputs only."""
+
+    def __init__(self, model: nn.Module, names: List[str]) -> None:
+        super().__init__()
+        self.model = model
+        self.names = list(names)
+
+    def forward(self, *tensors: torch.Tensor):
+        return self.model(dict(zip(self.names, tensors)))
+
+
+def _torch_export(model: nn.Module, example_input, path: str, opset: int,
+                  names: 'TensorNames') -> None:
     dynamo = opset >= DYNAMO_MIN_OPSET
     kwargs = dict(dynamo=dynamo, opset_version=opset)
     if dynamo:
         kwargs.update(external_data=False)
+    args = (example_input, )
+    if isinstance(example_input, dict):
+        model = _PositionalInputs(model, names.inputs)
+        args = tuple(example_input[n] for n in names.inputs)
     if names.dynamic_axes is not None:
         # Both exporters take torch's dict form, axis names included.
         kwargs.update(dynamic_axes=names.dynamic_axes)
-    elif names.dynamic_batch and dynamo:
+    elif names.dynamic_batch and dynamo and len(args) == 1:
         kwargs.update(dynamic_shapes={
             'inputs': {0: torch.export.Dim('batch')}})
     elif names.dynamic_batch:
@@ -136,7 +154,7 @@ def _torch_export(model: nn.Module, example_input: torch.Tensor, path: str,
         # deprecations is not actionable for users.
         warnings.simplefilter('ignore')
         torch.onnx.export(
-            model, (example_input, ),
+            model, args,
             path,
             input_names=names.inputs,
             output_names=names.outputs,
@@ -175,9 +193,14 @@ class TensorNames:
                  dynamic_axes: Optional[Dict[str, Dict[int, str]]] = None,
                  dynamic_batch: bool = True) -> None:
         self.inputs = list(input_names or [INPUT_NAME])
-        if len(self.inputs) != 1:
+        given = list(example_input) if isinstance(example_input, dict) \
+            else None
+        if given is None and len(self.inputs) != 1:
             raise ValueError(f'input_names {self.inputs}: the model takes '
                              'one input tensor')
+        if given is not None and sorted(given) != sorted(self.inputs):
+            raise ValueError(f'input_names {self.inputs}: the example '
+                             f'batch holds the inputs {given}')
         groups = _output_groups(model, example_input)
         self.outputs, members = _name_outputs(groups, output_names)
         self.dynamic_batch = dynamic_batch
@@ -277,8 +300,9 @@ def export_onnx(model: nn.Module,
 
     Args:
         model (nn.Module): The deploy model (eval mode).
-        example_input (Tensor): An input batch (its batch size need not be
-            the deployed one when axis 0 is dynamic).
+        example_input (Tensor | dict): An input batch (its batch size need
+            not be the deployed one when axis 0 is dynamic); a dict of
+            tensors by input name for a model with several inputs.
         path (str, optional): Where to write the ``.onnx`` (atomically:
             nothing is written on error). Defaults to None (not written).
         opset (int): Target opset; 4-bit grids need 21. Defaults to
@@ -307,9 +331,9 @@ def export_onnx(model: nn.Module,
         make_size_arithmetic_traceable(model)
     batch_dynamic = 0 in (names.dynamic_axes or {}).get(
         names.inputs[0], {0: 'batch'} if dynamic_batch else {})
-    if batch_dynamic and example_input.shape[0] < 2:
+    if batch_dynamic and num_samples(example_input) < 2:
         # torch.export specialises a dimension of size 1.
-        example_input = example_input.expand(2, *example_input.shape[1:])
+        example_input = cat_inputs([example_input, example_input])
     with tempfile.TemporaryDirectory() as tmpdir:
         raw = osp.join(tmpdir, 'raw.onnx')
         _torch_export(model, example_input, raw, opset, names)

@@ -17,6 +17,12 @@ import numpy as np
 import torch
 from torch import Tensor, fx, nn
 
+from mmrazor_quant.utils.model_inputs import (
+    Inputs,
+    inputs_to,
+    inputs_to_numpy,
+    split_inputs,
+)
 from mmrazor_quant.utils.sqnr import sqnr_db
 from .int8_saturation import SATURATION_NOTE
 from .qdq_fake_quantize import QDQFakeQuantize
@@ -243,14 +249,16 @@ def compare_outputs(reference, actual, runtime: str = 'runtime',
         details=dict(agreement.details))
 
 
-def _batches(inputs: Union[Tensor, Iterable[Tensor]],
-             batch_size: Optional[int]) -> List[Tensor]:
-    if isinstance(inputs, Tensor):
+def _batches(inputs: Union[Inputs, Iterable[Inputs]],
+             batch_size: Optional[int]) -> List[Inputs]:
+    if isinstance(inputs, (Tensor, dict)):
         chunks = [inputs] if batch_size is None else \
-            inputs.split(batch_size)
+            split_inputs(inputs, batch_size)
     else:
         chunks = list(inputs)
-    return [b.float().contiguous() for b in chunks]
+    # a single input is the image batch: float, as the exporter saw it
+    return [b.float().contiguous() if isinstance(b, Tensor) else
+            inputs_to(b, torch.float32) for b in chunks]
 
 
 def _joined(per_batch: List[List[Tensor]]) -> List[Tensor]:
@@ -278,8 +286,9 @@ def run_parity(model: nn.Module,
         model (nn.Module): The simulation: the deploy model that was
             exported (or any module computing it), called as ``model(x)``.
         onnx_path (str): The exported model.
-        inputs (Tensor | Iterable[Tensor]): Preprocessed input batches, or
-            one tensor (split into ``batch_size`` chunks).
+        inputs (Tensor | dict | Iterable): Preprocessed input batches, or
+            one batch (split into ``batch_size`` chunks); a batch of a
+            model with several inputs is a dict of tensors by input name.
         runtime (str | BaseRuntime): A registered runtime. Defaults to
             ``'onnxruntime'``.
         summary (callable, optional): The task's agreement (see
@@ -305,7 +314,7 @@ def run_parity(model: nn.Module,
     with plugin.simulation(model, **runtime_options) as simulation:
         sims = [flat_outputs(simulation(batch)) for batch in batches]
     run = plugin.load(onnx_path, **runtime_options)
-    outs = [flat_outputs(run(batch.numpy())) for batch in batches]
+    outs = [flat_outputs(run(inputs_to_numpy(batch))) for batch in batches]
     if step is None:
         step = output_step(model)
     try:
@@ -327,7 +336,7 @@ def _float64_sqnr(plugin: BaseRuntime, model: nn.Module,
     simulation in float64 (see ``ParityReport.float64_sqnr_db``)."""
     model64 = copy.deepcopy(model).double()
     with plugin.simulation(model64, **options) as simulation:
-        sims64 = [flat_outputs(simulation(batch.double()))
+        sims64 = [flat_outputs(simulation(inputs_to(batch, torch.float64)))
                   for batch in batches]
     return min(sqnr_db(ref.float(), sim)
                for ref, sim in zip(_joined(sims64), _joined(sims)))

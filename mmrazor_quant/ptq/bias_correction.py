@@ -29,6 +29,8 @@ from mmrazor_quant.models.fake_quants import (
 )
 from mmrazor_quant.models.utils import tensor_graph_module
 from mmrazor_quant.registry import TASK_UTILS
+from mmrazor_quant.utils.model_inputs import Inputs, split_inputs
+from mmrazor_quant.utils.model_inputs import num_samples as count_samples
 from .graph_utils import weighted_nodes
 from .reconstruction import sample_inputs
 
@@ -50,7 +52,7 @@ def preactivation(module: nn.Module, x: Tensor) -> Tensor:
 
 
 @torch.no_grad()
-def output_channel_means(gm: fx.GraphModule, name: str, inputs: Tensor,
+def output_channel_means(gm: fx.GraphModule, name: str, inputs: Inputs,
                          batch_size: int = 64) -> Tensor:
     """Per-channel mean of the pre-activation output of layer ``name`` when
     ``gm`` runs on ``inputs`` in its current quantization state."""
@@ -70,7 +72,7 @@ def output_channel_means(gm: fx.GraphModule, name: str, inputs: Tensor,
 
     handle = module.register_forward_pre_hook(hook)
     try:
-        for batch in inputs.split(batch_size):
+        for batch in split_inputs(inputs, batch_size):
             try:
                 gm(batch)
             except _Stop:
@@ -140,12 +142,12 @@ class OutputChannelMeans:
 
 @torch.no_grad()
 def all_output_channel_means(gm: fx.GraphModule, names: Sequence[str],
-                             inputs: Tensor,
+                             inputs: Inputs,
                              batch_size: int = 64) -> Dict[str, Tensor]:
     """:func:`output_channel_means` of every layer in ``names`` from one
     pass over ``inputs``."""
     with OutputChannelMeans(gm, names) as recorder:
-        for batch in inputs.split(batch_size):
+        for batch in split_inputs(inputs, batch_size):
             gm(batch)
     return recorder.means()
 
@@ -255,11 +257,11 @@ def correct_bias(model: nn.Module,
 
 @torch.no_grad()
 def _correct_in_one_pass(gm: fx.GraphModule, names: Sequence[str],
-                         float_means: Dict[str, Tensor], inputs: Tensor,
+                         float_means: Dict[str, Tensor], inputs: Inputs,
                          batch_size: int) -> None:
     """Run the batches of ``inputs`` through ``gm`` node by node, side by
     side, correcting each layer of ``names`` when they reach it."""
-    chunks = list(inputs.split(batch_size))
+    chunks = split_inputs(inputs, batch_size)
     runners = [fx.Interpreter(gm, garbage_collect_values=False)
                for _ in chunks]
     for runner, chunk in zip(runners, chunks):
@@ -308,11 +310,11 @@ def _free(runner: fx.Interpreter, node: fx.Node, last_use: dict) -> None:
 
 
 def _recorded_on(float_means: Optional[OutputChannelMeans],
-                 names: Sequence[str], inputs: Tensor) -> bool:
+                 names: Sequence[str], inputs: Inputs) -> bool:
     """Whether ``float_means`` holds every layer of ``names`` over as many
     samples as ``inputs``."""
     return (float_means is not None
-            and float_means.num_samples == len(inputs)
+            and float_means.num_samples == count_samples(inputs)
             and set(names) <= set(float_means.names))
 
 

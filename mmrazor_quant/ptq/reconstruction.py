@@ -53,28 +53,37 @@ from mmrazor_quant.models.fake_quants.qdrop import drop_quantization
 from mmrazor_quant.models.qat_modules import is_qat_module
 from mmrazor_quant.models.utils import tensor_graph_module
 from mmrazor_quant.registry import TASK_UTILS
+from mmrazor_quant.utils.model_inputs import (
+    Inputs,
+    cat_inputs,
+    select_samples,
+)
+from mmrazor_quant.utils.model_inputs import num_samples as count_samples
 from .graph_utils import capture, extract_unit, find_units, owner_modules
 
 __all__ = ['adaround', 'brecq', 'qdrop', 'reconstruct', 'sample_inputs',
            'bake_rounding']
 
 
-def sample_inputs(data, num_samples: int, seed: int = 0) -> Tensor:
+def sample_inputs(data, num_samples: int, seed: int = 0) -> Inputs:
     """``num_samples`` inputs drawn without replacement (seeded) from a
-    tensor or a sequence of batches.
+    batch or a sequence of batches (tensors, or dicts of tensors by input
+    name for a model with several inputs).
 
     Raises:
         ValueError: If there is no data.
     """
     if data is None:
         raise ValueError('this PTQ pass needs calibration data')
-    inputs = data if isinstance(data, Tensor) else torch.cat(list(data))
-    if len(inputs) == 0:
+    inputs = data if isinstance(data, (Tensor, dict)) else cat_inputs(data)
+    total = count_samples(inputs)
+    if total == 0:
         raise ValueError('this PTQ pass got no calibration samples')
-    if num_samples >= len(inputs):
+    if num_samples >= total:
         return inputs
     g = torch.Generator().manual_seed(seed)
-    return inputs[torch.randperm(len(inputs), generator=g)[:num_samples]]
+    return select_samples(inputs,
+                          torch.randperm(total, generator=g)[:num_samples])
 
 
 class _UnitActivation(nn.Module):

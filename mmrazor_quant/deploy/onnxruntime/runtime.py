@@ -69,8 +69,12 @@ class ONNXRuntime(BaseRuntime):
         names = [i.name for i in session.get_inputs()]
 
         def run(x):
-            feeds = dict(zip(names, x)) if isinstance(x, (list, tuple)) \
-                else {names[0]: x}
+            if isinstance(x, dict):
+                feeds = x
+            elif isinstance(x, (list, tuple)):
+                feeds = dict(zip(names, x))
+            else:
+                feeds = {names[0]: x}
             return session.run(None, feeds)
 
         return run

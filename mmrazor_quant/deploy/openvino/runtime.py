@@ -45,8 +45,9 @@ class OpenVINORuntime(BaseRuntime):
         compiled = core.compile_model(core.read_model(path), 'CPU', config)
 
         def run(x):
-            result = compiled(list(x) if isinstance(x, (list, tuple))
-                              else [x])
+            # by input name (a dict), in order (a list), or the one input
+            result = compiled(x if isinstance(x, dict) else list(x)
+                              if isinstance(x, (list, tuple)) else [x])
             return [np.asarray(result[o]) for o in compiled.outputs]
 
         return run
