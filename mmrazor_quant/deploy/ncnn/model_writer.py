@@ -21,6 +21,8 @@ max / average pooling, global average       ``Pooling``
 ``torch.cat`` on channels                   ``Concat``
 ``flatten(1)``                              ``Flatten``
 nearest upsampling                          ``Interp``
+``view`` / ``reshape`` keeping the batch    ``Reshape`` (up to 4-d blobs)
+``x[:, a:b, ...]`` (unit-step slices)       ``Crop`` (starts, ends, axes)
 ==========================================  ==============================
 
 Anything else raises :class:`NCNNExportError` naming the layer.
@@ -225,7 +227,8 @@ class _Builder:
             f'ncnn: layer {where!s} ({what}) has no ncnn layer that runs it '
             'as the simulation does; ncnn runs Conv2d and Linear in int8 and '
             'ReLU, ReLU6/clamp, SiLU, sigmoid, hardswish, add, mul, pooling, '
-            'concat, flatten and nearest upsampling in float32')
+            'concat, flatten, reshape, unit-step slices and nearest '
+            'upsampling in float32')
 
     def _node(self, node: fx.Node) -> None:
         if node.op == 'call_module':
