@@ -21,6 +21,8 @@ max / average pooling, global average       ``Pooling``
 ``torch.cat`` on channels                   ``Concat``
 ``flatten(1)``                              ``Flatten``
 nearest upsampling                          ``Interp``
+``view`` / ``reshape`` keeping the batch    ``Reshape`` (up to 4-d blobs)
+``x[:, a:b, ...]`` (unit-step slices)       ``Crop`` (starts, ends, axes)
 ==========================================  ==============================
 
 Anything else raises :class:`NCNNExportError` naming the layer.
@@ -34,6 +36,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import fx, nn
+from torch.fx.passes.shape_prop import ShapeProp
 
 from ..exporters.base import check_backend_scheme
 from ..qdq_fake_quantize import QDQFakeQuantize
@@ -195,7 +198,20 @@ class _Builder:
             else:
                 self._node(node)
         self._insert_splits()
+        self._outputs_last(outputs)
         return NCNNModel(self.layers, inputs, outputs)
+
+    def _outputs_last(self, outputs: List[str]) -> None:
+        """Move the layers writing the model's outputs (which no layer
+        reads) to the end, in the order of the outputs: a ``.param`` has
+        no output list, so the runtime reads them in the order written."""
+        read = {b for layer in self.layers for b in layer.bottoms}
+        last = {blob: i for i, blob in enumerate(outputs) if blob not in read}
+        tail = sorted((layer for layer in self.layers
+                       if len(layer.tops) == 1 and layer.tops[0] in last),
+                      key=lambda layer: last[layer.tops[0]])
+        self.layers = [layer for layer in self.layers
+                       if layer not in tail] + tail
 
     def _input(self, node: fx.Node) -> str:
         shape = node.meta.get('ncnn_shape')
@@ -211,7 +227,8 @@ class _Builder:
             f'ncnn: layer {where!s} ({what}) has no ncnn layer that runs it '
             'as the simulation does; ncnn runs Conv2d and Linear in int8 and '
             'ReLU, ReLU6/clamp, SiLU, sigmoid, hardswish, add, mul, pooling, '
-            'concat, flatten and nearest upsampling in float32')
+            'concat, flatten, reshape, unit-step slices and nearest '
+            'upsampling in float32')
 
     def _node(self, node: fx.Node) -> None:
         if node.op == 'call_module':
@@ -342,6 +359,8 @@ class _Builder:
         if target in (torch.reshape, ) or (node.op == 'call_method' and
                                            target in ('view', 'reshape')):
             return self._reshape(node)
+        if target is operator.getitem:
+            return self._slice(node)
         if target in (operator.add, torch.add, operator.mul, torch.mul) \
                 or (node.op == 'call_method' and target in ('add', 'mul')):
             tensors = [a for a in args[:2] if isinstance(a, fx.Node)]
@@ -396,7 +415,37 @@ class _Builder:
         if len(shape) == 2 and shape[1] == -1 and (
                 batch in self.sizes or isinstance(batch, int)):
             return self._emit('Flatten', node, [x])
-        raise self._error(node, f'reshape to {shape}')
+        before, after = _shape_of(node.args[0]), _shape_of(node)
+        if before is None or after is None or before[0] != after[0] or \
+                not 2 <= len(after) <= 5:
+            raise self._error(node, f'reshape to {shape}')
+        # ncnn's Reshape lays the blob out row-major, as torch's view does
+        ids = (0, 1, 2) if len(after) < 5 else (0, 1, 11, 2)  # w h (d) c
+        dims = dict(zip(ids, reversed(after[1:])))
+        self._emit('Reshape', node, [x], dims)
+
+    def _slice(self, node: fx.Node) -> None:
+        """``x[:, a:b, ...]``: basic slices of the axes after the batch, as
+        one ``Crop`` with ``starts``/``ends``/``axes``."""
+        x, index = node.args
+        shape = _shape_of(x)
+        index = index if isinstance(index, tuple) else (index, )
+        if shape is None or Ellipsis in index[:-1] or any(
+                not isinstance(i, (slice, type(Ellipsis))) for i in index):
+            raise self._error(node, f'indexing with {index}')
+        index = [i for i in index if i is not Ellipsis]
+        starts, ends, axes = [], [], []
+        for dim, item in enumerate(index):
+            start, stop, step = item.indices(shape[dim])
+            if step != 1 or (dim == 0 and (start, stop) != (0, shape[0])):
+                raise self._error(node, f'indexing with {index}')
+            if (start, stop) != (0, shape[dim]):
+                starts.append(start)
+                ends.append(stop)
+                axes.append(dim - 1)
+        if not axes:
+            return self._alias(node, x)
+        self._emit('Crop', node, [x], {9: starts, 10: ends, 11: axes})
 
     def _pool(self, node: fx.Node, x: fx.Node, pool: nn.Module) -> None:
         kh, kw = _pair(pool.kernel_size)
@@ -465,6 +514,12 @@ def _pair(value) -> Tuple[int, int]:
                                                                   value)
 
 
+def _shape_of(node) -> Optional[Tuple[int, ...]]:
+    """The tensor shape shape propagation recorded for ``node``."""
+    meta = node.meta.get('tensor_meta') if isinstance(node, fx.Node) else None
+    return tuple(meta.shape) if hasattr(meta, 'shape') else None
+
+
 def _name(target) -> str:
     return getattr(target, '__name__', str(target))
 
@@ -517,4 +572,10 @@ def build_ncnn_model(model: fx.GraphModule, input_shape: Sequence[int],
     for node in model.graph.nodes:
         if node.op == 'placeholder' and node.users:
             node.meta['ncnn_shape'] = tuple(input_shape)
+    # the shapes of one sample, for the layers that move data (Reshape,
+    # Crop): ncnn's take them as numbers
+    with torch.no_grad():
+        ShapeProp(model).propagate(*[
+            torch.zeros(1, *input_shape) if node.users else None
+            for node in model.graph.nodes if node.op == 'placeholder'])
     return _Builder(model, int8).build()
