@@ -7,8 +7,10 @@ _C = 'mmyolo::'
 families = dict(
     yolov5=dict(config=_C + 'yolov5/yolov5_n-v61_syncbn_fast_8xb16-300e_coco.py',
                 hw=(64, 64)),
+    # 96 x 96: the first epochs' ATSS assigner takes the 9 nearest priors
+    # of each level, and the stride-32 level has 3 x 3 of them only from 96
     yolov6=dict(config=_C + 'yolov6/yolov6_n_syncbn_fast_8xb32-300e_coco.py',
-                hw=(64, 64)),
+                hw=(96, 96)),
     yolov7=dict(config=_C + 'yolov7/yolov7_tiny_syncbn_fast_8x16b-300e_coco.py',
                 hw=(64, 64)),
     yolov8=dict(config=_C + 'yolov8/yolov8_n_syncbn_fast_8xb16-500e_coco.py',
@@ -16,7 +18,7 @@ families = dict(
     yolox=dict(config=_C + 'yolox/yolox_nano_fast_8xb8-300e_coco.py',
                hw=(64, 64)),
     ppyoloe=dict(config=_C + 'ppyoloe/ppyoloe_plus_s_fast_8xb8-80e_coco.py',
-                 hw=(64, 64)),
+                 hw=(96, 96)),  # as YOLOv6 (ATSS in the first epochs)
     rtmdet=dict(config=_C + 'rtmdet/rtmdet_tiny_syncbn_fast_8xb32-300e_coco.py',
                 hw=(64, 64)),
 )
