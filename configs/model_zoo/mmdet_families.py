@@ -21,7 +21,7 @@ families = dict(
               hw=(64, 64), min_sqnr_db=10.,
               why="the 1 x 1 P7 map's centerness output is ~0.01 in "
               'magnitude, one rounding flip of its GroupNorm head convs '
-              'is the whole signal (every other output >= 25 dB)'),
+              'is the whole signal (the other outputs >= 25 dB in onnxruntime)'),
     gfl=dict(config=_C + 'gfl/gfl_r50_fpn_1x_coco.py', hw=(64, 64)),
     tood=dict(config=_C + 'tood/tood_r50_fpn_1x_coco.py', hw=(64, 64)),
     # FCOS's neck and GroupNorm head: as FCOS (P7_WHY)
