@@ -190,6 +190,7 @@ def _predict(qmodel: nn.Module, x: torch.Tensor, samples):
 
 def _qat_step(qmodel: nn.Module, x: torch.Tensor, samples) -> Tuple:
     qmodel = copy.deepcopy(qmodel).train()
+    _first_epoch_info()
     # as a QAT loop starts: observers on, so the fake quants of branches
     # only the loss runs (auxiliary heads) take their ranges from the batch
     enable_observer(qmodel)
@@ -211,6 +212,17 @@ def _qat_step(qmodel: nn.Module, x: torch.Tensor, samples) -> Tuple:
         raise RuntimeError(f'the training step gave loss {loss} and '
                            f'gradient norm {norm}')
     return loss, norm
+
+
+def _first_epoch_info() -> None:
+    """The message hub's ``epoch`` and ``iter`` as a Runner's
+    ``RuntimeInfoHook`` sets them when training starts, where nothing set
+    them (YOLOv6's and PPYOLOE's heads pick their assigner by epoch)."""
+    from mmengine.logging import MessageHub
+    hub = MessageHub.get_current_instance()
+    for key in ('epoch', 'iter'):
+        if hub.get_info(key) is None:
+            hub.update_info(key, 0)
 
 
 def _head_of(model: nn.Module) -> Tuple[str, Any]:

@@ -26,8 +26,8 @@ CODEBASES = ('mmpose', 'mmseg', 'mmyolo', 'mmdet')
 DEFAULT = {
     'mmpose': ('mobilenetv2', ),  # flip test outside the graph
     'mmseg': ('stdc', ),  # a loss-only auxiliary head, own loss_by_feat
-    'mmyolo': (),
-    'mmdet': (),
+    'mmyolo': ('yolov5', ),  # the packed-target loss of mmyolo's heads
+    'mmdet': ('ssdlite', ),  # mmdet's anchor head, depthwise convs
 }
 #: Lowest SQNR a family's export may have in a runtime, unless its entry
 #: says otherwise with the op that departs (docs/model_zoo.md).

@@ -41,19 +41,32 @@ class MMDetCodebase(BaseCodebase):
                                   ('loss_by_feat', 'predict_by_feat'))
 
     def check_architecture(self, model: torch.nn.Module) -> None:
-        """Also refuses two-stage detectors (Faster R-CNN, ...).
+        """Also refuses two-stage detectors (Faster R-CNN, ...) and DETRs.
 
         Raises:
             TraceError: For a ``TwoStageDetector``: its RoI head reads the
                 proposals that ``rpn_head.predict_by_feat`` selects by NMS,
                 so no graph of this adapter goes from the image to the RoI
                 head's outputs (mmdeploy exports them with its own NMS and
-                RoIAlign operators).
+                RoIAlign operators). For a ``DetectionTransformer`` (DETR,
+                DINO, ...): its ``pre_transformer`` asserts data samples and
+                builds the padding masks in a loop over them, also in tensor
+                mode, and its head (no dense head) loops over the samples in
+                ``loss`` and ``predict``; this adapter has no rewrite of them.
         """
         super().check_architecture(model)
+        from mmdet.models.detectors.base_detr import DetectionTransformer
         from mmdet.models.detectors.two_stage import TwoStageDetector
+
+        from ..task_modules.tracer.trace_error import TraceError
+        if isinstance(model, DetectionTransformer):
+            raise TraceError(
+                f'{type(model).__name__}.pre_transformer (bbox_head: '
+                f'{type(model.bbox_head).__name__}): the padding masks are '
+                'built from the data samples in a per-image loop, which '
+                'tensor mode (the exported graph) needs too; the mmdet '
+                'adapter traces dense-head detectors only')
         if isinstance(model, TwoStageDetector):
-            from ..task_modules.tracer.trace_error import TraceError
             raise TraceError(
                 f'{type(model).__name__} (rpn_head: '
                 f'{type(model.rpn_head).__name__}, method predict_by_feat): '

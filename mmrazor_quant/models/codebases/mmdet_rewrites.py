@@ -14,6 +14,7 @@ from typing import Any, ContextManager, List, Tuple
 import torch.fx
 
 from .swapped_methods import swapped_methods
+from .training_branches import training_branches
 
 __all__ = ['mmdet_rewrites', 'traceable_head_loss']
 
@@ -69,8 +70,11 @@ def _head_predict(self, x, batch_data_samples, rescale: bool = False):
 
 def traceable_head_loss(self, x, batch_data_samples):
     """A dense head's ``loss`` with the ground truths unpacked in one
-    graph call."""
-    outs = self(x)
+    graph call, its ``forward`` traced in its training branch (YOLOv8's
+    and PPYOLOE's heads add their distribution logits only in training,
+    which their ``loss_by_feat`` takes)."""
+    with training_branches(self):
+        outs = self(x)
     unpacked = gt_instances_of(batch_data_samples)
     # ``loss_by_feat(*outs, gts, metas, ignored gts)``; index, don't unpack:
     # ``unpacked`` is a Proxy and cannot be iterated.

@@ -45,6 +45,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .base import static_shape
+from .training_branches import training_branches
 
 __all__ = [
     'mmseg_rewrites', 'adaptive_avg_pool_by_bins', 'written_out_attention'
@@ -392,26 +393,6 @@ def _head_losses(segmentor, x, data_samples) -> Dict[str, Any]:
     elif aux is not None:
         losses['aux'] = aux.loss(x, data_samples, segmentor.train_cfg)
     return losses
-
-
-@contextlib.contextmanager
-def training_branches(model: torch.nn.Module) -> Iterator[None]:
-    """Trace the branches a model takes in training (DDRNet's and PIDNet's
-    backbones and heads return their auxiliary outputs only then): the
-    ``training`` flag of every module set meanwhile, except normalisation
-    and dropout, which stay graph leaves that follow the run-time mode
-    (and whose statistics the trace's example values must not move)."""
-    from torch.nn.modules.batchnorm import _BatchNorm
-    from torch.nn.modules.dropout import _DropoutNd
-    saved = [(m, m.training) for m in model.modules()
-             if not isinstance(m, (_BatchNorm, _DropoutNd))]
-    try:
-        for module, _ in saved:
-            module.training = True
-        yield
-    finally:
-        for module, mode in saved:
-            module.training = mode
 
 
 def _segmentor_loss(self, inputs: Tensor, data_samples) -> dict:
