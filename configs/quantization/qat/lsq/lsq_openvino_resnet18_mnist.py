@@ -2,36 +2,15 @@
 # OpenVINO. The first batch sets every scale to LSQ's static estimate
 # (2 * mean|x| / sqrt(quant_max), all-reduced across ranks), then scales and
 # weights are learned together; BN statistics stay those of the float model.
+# The model, wrapper and hooks come from ../_base_/resnet18_mnist.py; the
+# scheme from the OpenVINO LSQ qconfig base.
 #   python tools/train.py configs/quantization/qat/lsq/lsq_openvino_resnet18_mnist.py
 _base_ = [
-    '../../../fp32/resnet18_mnist.py',
+    '../_base_/resnet18_mnist.py',
     '../../_base_/qconfigs/openvino_w8a8_lsq.py'
 ]
 
-# Written by `make demo` (tools/demo.py); after your own fp32 training pass
-# --cfg-options model.float_checkpoint=work_dirs/resnet18_mnist/epoch_6.pth
-float_checkpoint = 'work_dirs/fp32/resnet18_mnist/float.pth'
-
-model = dict(
-    _delete_=True,
-    type='mmrazor_quant.MMArchitectureQuant',
-    data_preprocessor=dict(
-        type='mmcls.ClsDataPreprocessor', **_base_.data_preprocessor),
-    architecture=_base_.model,
-    float_checkpoint=float_checkpoint,
-    quantizer=dict(
-        _base_.quantizer,
-        tracer=dict(
-            type='mmrazor_quant.CustomTracer',
-            skipped_methods=[
-                'mmcls.models.heads.ClsHead._get_loss',
-                'mmcls.models.heads.ClsHead._get_predictions'
-            ])))
-
-model_wrapper_cfg = dict(
-    type='mmrazor_quant.MMArchitectureQuantDDP',
-    broadcast_buffers=False,
-    find_unused_parameters=True)
+model = dict(quantizer=_base_.quantizer)
 
 # Fine-tuning from the float model: SGD with a cosine decay over the QAT
 # epochs (stepped per iteration); no weight decay on the learned scales.
@@ -58,8 +37,3 @@ train_cfg = dict(
     max_epochs=max_epochs,
     val_interval=1,
     freeze_bn_begin=1)
-val_cfg = dict(_delete_=True, type='mmrazor_quant.QATValLoop')
-
-# BN buffers averaged across ranks before each checkpoint (DDP runs with
-# broadcast_buffers=False).
-default_hooks = dict(sync=dict(type='SyncBuffersHook'))
