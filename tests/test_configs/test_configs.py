@@ -261,7 +261,15 @@ def test_mnist_config_steps_on_random_digits(name):
     run_quant_steps(name, 28)
 
 
-@pytest.mark.parametrize('name', OTHER_CONFIGS)
+#: Codebase models (mmseg, mmpose, mmyolo, mmdet) take seconds each to
+#: build; their own test files run them, so here they are slow-tier.
+_CODEBASE_DIRS = ('/segmentation/', '/pose/', '/yolo/', '/detection/')
+
+
+@pytest.mark.parametrize('name', [
+    pytest.param(c, marks=pytest.mark.slow)
+    if any(d in c for d in _CODEBASE_DIRS) else c for c in OTHER_CONFIGS
+])
 def test_other_config_builds(name):
     # Configs of other features are exercised by their own tests; here
     # they only have to load and build (tracing included).
