@@ -56,6 +56,15 @@ class BaseBackend:
         w8a8 (Mapping, optional): MMRazor's W8A8 ``w_qscheme`` and
             ``a_qscheme`` on this target, used by model checks and
             benchmarks. Defaults to None.
+        placement_of (str, optional): For a target without a quantizer, the
+            backend whose quantizer (and ``w8a8``) prepares a model for it
+            where one is not given (``apis.front_door``'s defaults).
+            Defaults to None.
+        asymmetric_activations (bool): Whether the target runs activations
+            on an asymmetric grid as its kernels run symmetric ones; the
+            defaults for models trained elsewhere then use asymmetric
+            activations (inputs after a scalar affine are rarely centred
+            on zero). Defaults to False.
     """
     name: ClassVar[Optional[str]] = None
     quantizer: ClassVar[Optional[str]] = None
@@ -63,6 +72,8 @@ class BaseBackend:
     runtime: ClassVar[Optional[str]] = None
     runtime_options: ClassVar[Mapping] = {}
     w8a8: ClassVar[Optional[Mapping]] = None
+    placement_of: ClassVar[Optional[str]] = None
+    asymmetric_activations: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)

@@ -14,3 +14,5 @@ class ONNXRuntimeBackend(BaseBackend):
     name = 'onnxruntime'
     exporter = 'ONNXRuntimeExporter'
     runtime = 'onnxruntime'
+    # models prepared for it by default: torch's native placement
+    placement_of = 'native'

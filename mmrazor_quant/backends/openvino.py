@@ -13,6 +13,8 @@ class OpenVINOBackend(BaseBackend):
     quantizer = 'OpenVINOQuantizer'
     exporter = 'OpenVINOExporter'
     runtime = 'openvino'
+    # FakeQuantize ranges: any zero point runs as a u8 kernel
+    asymmetric_activations = True
     w8a8 = dict(
         w_qscheme=dict(
             qdtype='qint8', bit=8, is_symmetry=True, is_symmetric_range=True),

@@ -198,9 +198,24 @@ def export_and_check(model: nn.Module,
     # The task's deploy head (its codebase adapter names the task).
     report = deploy_head_of(model).check_parity(
         model, result.deploy_model, out, inputs, samples,
-        runtime or backend.runtime, **options)
+        runtime or backend.runtime, evaluator=_test_evaluator(cfg), **options)
     log(report.format())
     return result, report
+
+
+def _test_evaluator(cfg: Config):
+    """The config's test metric, for the tasks whose deploy head decodes
+    predictions (None without ``test_evaluator``)."""
+    from mmengine.registry import DATASETS
+
+    from .from_config import build_test_evaluator
+    if not cfg.get('test_evaluator'):
+        return None
+    evaluator = build_test_evaluator(cfg)
+    # the metric reads the dataset's classes, as the test loop gives them
+    evaluator.dataset_meta = DATASETS.build(
+        cfg.test_dataloader.dataset).metainfo
+    return evaluator
 
 
 def deploy_config_of(cfg: Config) -> Optional[DeployConfig]:

@@ -5,12 +5,16 @@ its logits, for a detector the dense head's per-level outputs (decoding and
 NMS stay outside the graph, as in mmdeploy). The parity pipeline
 (:func:`~mmrazor_quant.deploy.parity.run_parity`) simulates, runs the
 runtime and compares every output; a deploy head only says what else to
-compare and how to summarise it (:meth:`BaseDeployHead.summarise`). A
+compare and how to summarise it (:meth:`BaseDeployHead.summarise`), and
+may decode outputs into the predictions the config's metric reads
+(:meth:`BaseDeployHead.predictions`), so that the check also gives the
+simulation's and the runtime's metric on the test set. A
 deploy head is registered in :data:`~mmrazor_quant.registry.DEPLOY_HEADS`
 under a task name, and a model gets the one named by its codebase adapter's
 ``task``; a task without a head of its own gets ``'tensor'``.
 """
-from typing import List, Optional, Sequence
+import copy
+from typing import Dict, List, Optional, Sequence
 
 from torch import Tensor, nn
 
@@ -46,10 +50,30 @@ class BaseDeployHead:
         simulation's (both flattened, in the file's output order)."""
         raise NotImplementedError
 
+    def predictions(self, qmodel: nn.Module, outputs: List[Tensor],
+                    inputs: Tensor, data_samples: Sequence) -> Optional[list]:
+        """Copies of ``data_samples`` with the predictions decoded from
+        ``outputs`` (flattened, in the file's output order), as the
+        model's ``predict`` mode writes them, for the config's metric.
+        None (the default) where the task decodes none here."""
+        return None
+
+    def metrics(self, evaluator, qmodel: nn.Module, outputs: List[Tensor],
+                inputs: Tensor, data_samples: Sequence
+                ) -> Dict[str, float]:
+        """``evaluator``'s metrics of the predictions of ``outputs`` (empty
+        where :meth:`predictions` gives none)."""
+        samples = self.predictions(qmodel, outputs, inputs,
+                                   copy.deepcopy(list(data_samples)))
+        if not samples:
+            return {}
+        evaluator.process(samples)
+        return evaluator.evaluate(len(samples))
+
     def check_parity(self, qmodel: nn.Module, deploy_model: nn.Module,
                      onnx_path: str, inputs: Tensor,
                      data_samples: Sequence, runtime: str,
-                     **options) -> ParityReport:
+                     evaluator=None, **options) -> ParityReport:
         """Run ``onnx_path`` in ``runtime`` and compare it with the
         simulation on ``inputs``.
 
@@ -62,6 +86,11 @@ class BaseDeployHead:
             inputs (Tensor): A preprocessed batch.
             data_samples (Sequence): The data samples of ``inputs``.
             runtime (str): A registered runtime.
+            evaluator (Evaluator, optional): The config's test metric:
+                each of its figures of the simulation and of the runtime
+                goes into the report's ``details`` (``simulated <name>``,
+                ``<runtime> <name>``), where :meth:`predictions` decodes
+                the outputs. Defaults to None.
             **options: The runtime's options.
 
         Returns:
@@ -70,7 +99,15 @@ class BaseDeployHead:
         self.check_model(qmodel)
 
         def summary(sim, out):
-            return self.summarise(qmodel, sim, out, inputs, data_samples)
+            agreement = self.summarise(qmodel, sim, out, inputs,
+                                       data_samples)
+            if evaluator is not None:
+                for who, outputs in (('simulated', sim), (runtime, out)):
+                    found = self.metrics(evaluator, qmodel, outputs, inputs,
+                                         data_samples)
+                    agreement.details.update(
+                        {f'{who} {k}': float(v) for k, v in found.items()})
+            return agreement
 
         return run_parity(deploy_model, onnx_path, inputs, runtime, summary,
                           self.batch_size, task=self.task, **options)

@@ -23,11 +23,11 @@ def is_detector(qmodel: nn.Module) -> bool:
 
 
 def _decode(head: nn.Module, flat: List[Tensor], num_levels: int,
-            metas: List[dict]):
+            metas: List[dict], rescale: bool = False):
     groups = [flat[i:i + num_levels] for i in range(0, len(flat),
                                                       num_levels)]
     return head.predict_by_feat(*groups, batch_img_metas=metas,
-                                rescale=False)
+                                rescale=rescale)
 
 
 #: Corners this close (pixels) make a box reproduced even where its IoU
@@ -78,3 +78,16 @@ class DetectionDeployHead(BaseDeployHead):
             boxes_sim = _decode(head, sim, num_levels, metas)
             boxes_rt = _decode(head, runtime, num_levels, metas)
         return Agreement(_box_agreement(boxes_sim, boxes_rt), 'boxes')
+
+    def predictions(self, qmodel, outputs, inputs, data_samples):
+        """The boxes in the original image's coordinates, as the detector's
+        ``predict`` mode writes them (``pred_instances``)."""
+        head = qmodel.architecture.bbox_head
+        num_levels = len(head.prior_generator.strides)
+        with torch.no_grad():
+            results = _decode(head, outputs, num_levels,
+                              [s.metainfo for s in data_samples],
+                              rescale=True)
+        for sample, result in zip(data_samples, results):
+            sample.pred_instances = result
+        return data_samples

@@ -5,8 +5,9 @@ mind: a few activations hold outliers that min/max ranges spend the grid
 on (PP-OCRv4's recogniser loses 14 points of word accuracy with min/max
 activations and keeps 99.5 % with histogram MSE ranges, see
 docs/onnx_models.md). So every backend's default here is the target's own
-W8A8 schemes and placement (its quantizer; asymmetric activations where
-the target runs them, see :data:`ASYMMETRIC_ACTIVATIONS`), per-channel
+W8A8 schemes and placement (its quantizer, or for a target without one
+the backend it names as ``placement_of``; asymmetric activations where it
+declares ``asymmetric_activations``), per-channel
 min/max weights and :class:`HistogramMSEObserver` activations, followed by
 empirical bias correction (:data:`DEFAULT_PTQ_PASSES`): the mean shift that
 per-channel weight grids leave in depthwise convs adds up through a deep
@@ -19,12 +20,7 @@ from typing import Optional
 
 from mmrazor_quant.backends import get_backend
 
-__all__ = ['default_quantizer', 'default_qconfig', 'QUANTIZER_OF',
-           'DEFAULT_PTQ_PASSES']
-
-#: The quantizer of a target without one of its own: onnxruntime runs any
-#: standard QDQ model, so it gets torch's native placement.
-QUANTIZER_OF = {'onnxruntime': 'native'}
+__all__ = ['default_quantizer', 'default_qconfig', 'DEFAULT_PTQ_PASSES']
 
 #: The PTQ passes of the front door when none are given: every layer's
 #: bias corrected in graph order from one pass over the calibration set,
@@ -33,16 +29,14 @@ QUANTIZER_OF = {'onnxruntime': 'native'}
 DEFAULT_PTQ_PASSES = (dict(type='correct_bias', single_pass=True,
                            batch_size=8), )
 
-#: Targets whose symmetric W8A8 activations become asymmetric here: inputs
-#: of trained layers are often not centred on zero (PP-LCNet's scalar
-#: affines after Hardswish), where a symmetric u8 grid loses half its
-#: steps. OpenVINO runs asymmetric u8 activations as FakeQuantize ranges;
-#: PP-OCRv4's recogniser reads 92.0 % of the words instead of 88.0 %.
-ASYMMETRIC_ACTIVATIONS = frozenset({'openvino'})
-
 
 def _quantizer_backend(backend: str):
-    return get_backend(QUANTIZER_OF.get(backend, backend), '--backend')
+    """The backend whose quantizer and W8A8 schemes prepare a model for
+    ``backend`` (itself, or the one a target without a quantizer names)."""
+    target = get_backend(backend, '--backend')
+    if target.quantizer is None and target.placement_of is not None:
+        return get_backend(target.placement_of, f'{backend}.placement_of')
+    return target
 
 
 def default_qconfig(backend: str, a_observer: Optional[dict] = None) -> dict:
@@ -58,7 +52,11 @@ def default_qconfig(backend: str, a_observer: Optional[dict] = None) -> dict:
         raise ValueError(f'backend {backend!r} declares no W8A8 scheme; '
                          'give the quantizer config yourself')
     w8a8 = copy.deepcopy(dict(spec.w8a8))
-    if backend in ASYMMETRIC_ACTIVATIONS:
+    if get_backend(backend, '--backend').asymmetric_activations:
+        # inputs of trained layers are often not centred on zero (PP-LCNet's
+        # scalar affines after Hardswish), where a symmetric u8 grid loses
+        # half its steps: PP-OCRv4's recogniser reads 92.0 % of the words
+        # instead of 88.0 % (OpenVINO)
         w8a8['a_qscheme'] = dict(w8a8['a_qscheme'], is_symmetry=False)
     return dict(
         w_observer=dict(type='mmrazor_quant.PerChannelMinMaxObserver'),

@@ -17,10 +17,15 @@ from .toy_detectors import quant_cfg, retinanet_cfg
 
 
 @pytest.fixture(scope='module')
-def canvases(tmp_path_factory):
-    """8 val canvases (96x96) as a preprocessed batch."""
-    root = make_digit_canvas_coco(
+def canvas_root(tmp_path_factory):
+    return make_digit_canvas_coco(
         str(tmp_path_factory.mktemp('canvas')), num_train=8, num_val=8)
+
+
+@pytest.fixture(scope='module')
+def canvases(canvas_root):
+    """8 val canvases (96x96) as a preprocessed batch."""
+    root = canvas_root
     files = sorted(glob.glob(osp.join(root, 'val', '*.png')))
     images = [torch.from_numpy(cv2.imread(f)).permute(2, 0, 1)
               for f in files]
@@ -88,3 +93,54 @@ def test_box_agreement_counts_equal_zero_area_boxes():
     far = boxes([[0., 88.1 + 2 * BOX_CORNER_TOL, 0., 88.2],
                  [10., 10., 30., 40.]], [3, 7])
     assert _box_agreement([sim], [far]) == 0.0
+
+
+def test_predictions_and_metric_are_those_of_predict_mode(exported, canvases,
+                                                          canvas_root):
+    """The deploy head decodes flat tensor outputs into what the model's
+    ``predict`` mode gives (boxes rescaled to the original image), and its
+    metrics of them are the config's metric of ``predict``'s samples."""
+    from mmdet.evaluation import CocoMetric
+    from mmdet.structures import DetDataSample
+    from mmengine.evaluator import Evaluator
+
+    from mmrazor_quant.datasets.digit_canvas import DIGIT_CLASSES
+    from mmrazor_quant.deploy.parity import flat_outputs
+    model = exported['tensorrt'][0]
+
+    def samples():
+        # inputs at half the original size: boxes come back doubled
+        return [DetDataSample(metainfo=dict(
+            img_id=i, img_shape=(96, 96), ori_shape=(192, 192),
+            scale_factor=(0.5, 0.5))) for i in range(len(canvases))]
+
+    head = DetectionDeployHead()
+    with torch.no_grad():
+        outputs = flat_outputs(model(canvases, mode='tensor'))
+        expected = model(canvases, samples(), mode='predict')
+    decoded = head.predictions(model, outputs, canvases, samples())
+    for ours, theirs in zip(decoded, expected):
+        torch.testing.assert_close(ours.pred_instances.bboxes,
+                                   theirs.pred_instances.bboxes)
+        assert torch.equal(ours.pred_instances.labels,
+                           theirs.pred_instances.labels)
+        assert float(ours.pred_instances.bboxes.max()) > 96
+
+    def evaluator():
+        metric = Evaluator(CocoMetric(
+            ann_file=osp.join(canvas_root, 'annotations', 'val.json')))
+        metric.dataset_meta = dict(classes=DIGIT_CLASSES)
+        return metric
+
+    # the metric of predict mode's samples, on the images' own scale
+    def at_scale():
+        return [DetDataSample(metainfo=dict(
+            img_id=i, img_shape=(96, 96), ori_shape=(96, 96),
+            scale_factor=(1., 1.))) for i in range(len(canvases))]
+
+    reference = evaluator()
+    with torch.no_grad():
+        reference.process(model(canvases, at_scale(), mode='predict'))
+    ours = head.metrics(evaluator(), model, outputs, canvases, at_scale())
+    assert set(ours) >= {'coco/bbox_mAP', 'coco/bbox_mAP_50'}
+    assert ours == pytest.approx(reference.evaluate(len(canvases)))

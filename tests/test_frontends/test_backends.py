@@ -26,3 +26,27 @@ def test_every_backend_quantizes_an_imported_model(toy_onnx, backend):
     with torch.no_grad():
         out = qmodel(x[16:], mode='tensor')
     assert sqnr_db(ref, out) > 25, backend
+
+
+def test_defaults_follow_the_backends_declarations():
+    """onnxruntime (no quantizer) takes the placement it names; OpenVINO,
+    which declares asymmetric activations, gets them; the others keep
+    their own W8A8 activation grid."""
+    from mmrazor_quant.backends import get_backend
+    from mmrazor_quant.frontends.defaults import (
+        default_qconfig,
+        default_quantizer,
+    )
+    native = get_backend('native')
+    assert get_backend('onnxruntime').placement_of == 'native'
+    assert default_quantizer('onnxruntime')['type'] == \
+        f'mmrazor_quant.{native.quantizer}'
+    assert default_qconfig('onnxruntime')['a_qscheme'] == \
+        native.w8a8['a_qscheme']
+    openvino = default_qconfig('openvino')['a_qscheme']
+    assert openvino == dict(get_backend('openvino').w8a8['a_qscheme'],
+                            is_symmetry=False)
+    for name in ('tensorrt', 'ncnn'):
+        assert not get_backend(name).asymmetric_activations
+        assert default_qconfig(name)['a_qscheme'] == \
+            get_backend(name).w8a8['a_qscheme']
