@@ -6,9 +6,11 @@ batches:
 * ``fp32 f32`` / ``fp32 default``: the fp32 model in OpenVINO with
   ``INFERENCE_PRECISION_HINT=f32`` and with the plugin's default precision
   (bf16 on CPUs with avx512_bf16 or AMX);
-* ``ours``: ``OpenVINOQuantizer`` from the model's PTQ config, calibrated,
-  exported as QDQ ONNX (``export_model(..., 'openvino')``);
-* ``NNCF``: ``ov.convert_model`` + ``nncf.quantize`` with its defaults
+* ``ours``: the model's shipped PTQ config as ``tools/ptq.py`` calibrates
+  it and ``tools/export.py`` writes it (its ``deploy_cfg``), the ``.onnx``
+  file compiled as written (``build_ours``);
+* ``NNCF``: ``ov.convert_model`` (dynamic batch) + ``nncf.quantize`` with
+  its defaults
   (``ModelType.TRANSFORMER`` for the ViT);
 * ``torchao PT2E``: ``X86InductorQuantizer`` (``prepare_pt2e`` /
   ``convert_pt2e``), lowered to the x86 oneDNN kernels; it runs in PyTorch;
@@ -36,6 +38,11 @@ headline ratio. The ImageNet-size backbones have random weights: with
 them, with ``--bn initial`` they stay as initialised, ``--bn both`` runs
 each. A peer that fails is a row with its error.
 
+``--graphs`` times nothing: it compiles ours and NNCF's model once each,
+calls them at each batch size and prints where what the CPU plugin runs
+differs: runtime layers by type, precision and kernel, then oneDNN
+primitives by kind, implementation, data types, scales and fused post-ops.
+
 Needs the peers' environment: ``make peers-env``, then
 ``make peers`` (or ``.venv-peers/bin/python benchmarks/peers.py``).
 
@@ -43,7 +50,7 @@ Usage:
     python benchmarks/peers.py [--models resnet18 mbv2 vit resnet50 mbv2_224]
         [--repeats 50] [--threads 2] [--calib-batches 32]
         [--calib-batches-224 16] [--train-steps 300] [--compilations 3]
-        [--bn trained|initial|both] [--out FILE]
+        [--bn trained|initial|both] [--graphs] [--out FILE]
 """
 import argparse
 import collections
