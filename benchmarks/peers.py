@@ -6,9 +6,11 @@ batches:
 * ``fp32 f32`` / ``fp32 default``: the fp32 model in OpenVINO with
   ``INFERENCE_PRECISION_HINT=f32`` and with the plugin's default precision
   (bf16 on CPUs with avx512_bf16 or AMX);
-* ``ours``: ``OpenVINOQuantizer`` from the model's PTQ config, calibrated,
-  exported as QDQ ONNX (``export_model(..., 'openvino')``);
-* ``NNCF``: ``ov.convert_model`` + ``nncf.quantize`` with its defaults
+* ``ours``: the model's shipped PTQ config as ``tools/ptq.py`` calibrates
+  it and ``tools/export.py`` writes it (its ``deploy_cfg``), the ``.onnx``
+  file compiled as written (``build_ours``);
+* ``NNCF``: ``ov.convert_model`` (dynamic batch) + ``nncf.quantize`` with
+  its defaults
   (``ModelType.TRANSFORMER`` for the ViT);
 * ``torchao PT2E``: ``X86InductorQuantizer`` (``prepare_pt2e`` /
   ``convert_pt2e``), lowered to the x86 oneDNN kernels; it runs in PyTorch;
@@ -36,6 +38,11 @@ headline ratio. The ImageNet-size backbones have random weights: with
 them, with ``--bn initial`` they stay as initialised, ``--bn both`` runs
 each. A peer that fails is a row with its error.
 
+``--graphs`` times nothing: it compiles ours and NNCF's model once each,
+calls them at each batch size and prints where what the CPU plugin runs
+differs: runtime layers by type, precision and kernel, then oneDNN
+primitives by kind, implementation, data types, scales and fused post-ops.
+
 Needs the peers' environment: ``make peers-env``, then
 ``make peers`` (or ``.venv-peers/bin/python benchmarks/peers.py``).
 
@@ -43,9 +50,10 @@ Usage:
     python benchmarks/peers.py [--models resnet18 mbv2 vit resnet50 mbv2_224]
         [--repeats 50] [--threads 2] [--calib-batches 32]
         [--calib-batches-224 16] [--train-steps 300] [--compilations 3]
-        [--bn trained|initial|both] [--out FILE]
+        [--bn trained|initial|both] [--graphs] [--out FILE]
 """
 import argparse
+import collections
 import copy
 import os
 import os.path as osp
@@ -126,15 +134,26 @@ class TensorMode(torch.nn.Module):
         return self.arch(x, mode='tensor')
 
 
-def ov_compile(model, threads: int, precision: Optional[str] = None):
-    """Compile for the CPU plugin once (one stream, ``threads`` threads)."""
-    import openvino as ov
+def ov_config(threads: int, precision: Optional[str] = None) -> dict:
+    """The CPU plugin's configuration as a user compiles for latency: one
+    stream, ``threads`` threads."""
     config = {'INFERENCE_NUM_THREADS': threads, 'NUM_STREAMS': 1,
               'PERFORMANCE_HINT': 'LATENCY'}
     if precision:
         config['INFERENCE_PRECISION_HINT'] = precision
-    request = ov.Core().compile_model(model, 'CPU',
-                                      config).create_infer_request()
+    return config
+
+
+def ov_compiled(model, threads: int, precision: Optional[str] = None):
+    """``model`` (a file or an ``ov.Model``) compiled with ``ov_config``."""
+    import openvino as ov
+    return ov.Core().compile_model(model, 'CPU',
+                                   ov_config(threads, precision))
+
+
+def ov_compile(model, threads: int, precision: Optional[str] = None):
+    """Compile for the CPU plugin once (``ov_compiled``): ``infer``."""
+    request = ov_compiled(model, threads, precision).create_infer_request()
 
     def infer(x: np.ndarray) -> np.ndarray:
         return np.asarray(request.infer([x])[0])
@@ -143,30 +162,40 @@ def ov_compile(model, threads: int, precision: Optional[str] = None):
 
 def load_data(cfg: Config, shape: Tuple[int, ...], args,
               data_preprocessor: torch.nn.Module):
-    """Calibration batches and ``(test images, labels)``: the config's
-    MNIST loaders through its preprocessor, or random images (no labels)
-    for the ImageNet-size configs."""
+    """``(data batches, calibration inputs, test)``: the loader's batches
+    that calibrate ours (through the model's ``calibrate_step``, as the PTQ
+    loop runs them), the same batches through the config's preprocessor
+    (for the peers) and ``(test images, labels)``. The config's MNIST
+    loaders, or random 8-bit images (no labels, no test) for the
+    ImageNet-size configs."""
     from mmengine.runner import Runner
     if shape[-1] != 28:
         gen = torch.Generator().manual_seed(0)
-        calib = [torch.randn(8, *shape, generator=gen)
-                 for _ in range(args.calib_batches_224)]
-        return calib, None
-    calib_batches = args.calib_batches
-    calib_cfg = copy.deepcopy(cfg.calibrate_dataloader)
-    calib_cfg.sampler = dict(type='DefaultSampler', shuffle=True, seed=0)
-    calib = []
-    with torch.no_grad():
-        for data in Runner.build_dataloader(calib_cfg):
-            calib.append(data_preprocessor(data, False)['inputs'].float())
-            if len(calib) == calib_batches:
+        data = [dict(inputs=torch.randint(0, 256, (8, *shape),
+                                          generator=gen, dtype=torch.uint8),
+                     data_samples=None)
+                for _ in range(args.calib_batches_224)]
+        test = None
+    else:
+        calib_cfg = copy.deepcopy(cfg.calibrate_dataloader)
+        calib_cfg.sampler = dict(type='DefaultSampler', shuffle=True, seed=0)
+        data = []
+        for batch in Runner.build_dataloader(calib_cfg):
+            data.append(batch)
+            if len(data) == args.calib_batches:
                 break
         images, labels = [], []
-        for data in Runner.build_dataloader(cfg.test_dataloader):
-            batch = data_preprocessor(data, False)
-            images.append(batch['inputs'].float())
-            labels += [int(s.gt_label.label) for s in batch['data_samples']]
-    return calib, (torch.cat(images), np.array(labels))
+        with torch.no_grad():
+            for batch in Runner.build_dataloader(cfg.test_dataloader):
+                batch = data_preprocessor(batch, False)
+                images.append(batch['inputs'].float())
+                labels += [int(s.gt_label.label)
+                           for s in batch['data_samples']]
+        test = (torch.cat(images), np.array(labels))
+    with torch.no_grad():
+        calib = [data_preprocessor(batch, False)['inputs'].float()
+                 for batch in data]
+    return data, calib, test
 
 
 def build_fp32(cfg: Config, bn: str = 'trained') -> torch.nn.Module:
@@ -215,20 +244,48 @@ def quick_train(arch: torch.nn.Module, cfg: Config,
     arch.eval()
 
 
-def build_ours(cfg: Config, arch, calib, workdir) -> str:
-    from mmrazor_quant.deploy import export_model
-    from mmrazor_quant.models.fake_quants import disable_observer
+def build_ours(cfg: Config, arch, data: list, workdir) -> str:
+    """What a user gets from the shipped config: ``tools/ptq.py``'s
+    calibration (the PTQ loop's ``calibrate``: observers on, fake quants
+    off, every batch through ``calibrate_step``; the config's PTQ passes)
+    and ``tools/export.py``'s export (the config's ``deploy_cfg``: opset,
+    names, dynamic axes; the exporter's ``prepare_model``), without the
+    parity check."""
+    from mmrazor_quant.deploy import build_exporter
+    from mmrazor_quant.deploy.config_export import (
+        ExportSettings,
+        deploy_config_of,
+    )
+    from mmrazor_quant.engine.runner.calibration import calibrate
     from mmrazor_quant.registry import MODELS
     model_cfg = copy.deepcopy(cfg.model)
     model_cfg.update(architecture=copy.deepcopy(arch), float_checkpoint=None)
-    model_cfg.pop('deploy_cfg', None)
     model = MODELS.build(model_cfg).eval()
+    passes = cfg.get('test_cfg', {}).get('ptq_passes')
+    if passes:
+        from mmrazor_quant.ptq import (
+            build_ptq_passes,
+            collect_inputs,
+            run_ptq_passes,
+        )
+        passes = build_ptq_passes(passes)
+        run_ptq_passes(model, passes, 'before_calibration',
+                       lambda: collect_inputs(model, data, len(data)))
+    calibrate(model, data, len(data), show_progress=False)
+    if passes:
+        run_ptq_passes(model, passes, 'after_calibration',
+                       lambda: collect_inputs(model, data, len(data)))
+    settings = ExportSettings.resolve(deploy_config_of(cfg),
+                                      backend='openvino')
+    exporter = build_exporter('openvino', **settings.exporter_kwargs())
+    exporter.prepare_model(model)
     with torch.no_grad():
-        for batch in calib:
-            model(batch, mode='tensor')
-    disable_observer(model)
+        example = model.data_preprocessor(data[0], False)['inputs'][:2]
+    if settings.input_hw and tuple(example.shape[-2:]) != settings.input_hw:
+        raise ValueError(f'the data\'s {tuple(example.shape[-2:])} images '
+                         f'are not the deploy_cfg\'s {settings.input_hw}')
     path = osp.join(workdir, 'ours.onnx')
-    export_model(model, calib[0][:2], path, 'openvino')
+    exporter.export(model, example.float(), path)
     return path
 
 
@@ -370,13 +427,15 @@ def compilation_ratios(contenders: Dict[str, Contender], shape,
         c.infer, c.times, c.latency, c.cpu = headline[c.name]
 
 
-def run_model(key: str, args, bn: str = 'trained'
-              ) -> Tuple[str, List[Contender], bool]:
+def prepare(key: str, args, bn: str = 'trained'):
+    """The config, the fp32 architecture, the data (``load_data``) and the
+    fp32 model converted for OpenVINO (dynamic batch), for model ``key``
+    with BN statistics ``bn``."""
     import openvino as ov
 
     from mmrazor_quant.registry import MODELS
-    title, config, shape, batches, transformer = SPECS[key]
-    cfg = Config.fromfile(osp.join(REPO, config))
+    shape = SPECS[key][2]
+    cfg = Config.fromfile(osp.join(REPO, SPECS[key][1]))
     init_default_scope('mmcls')
     arch = build_fp32(cfg, bn)
     preprocessor = MODELS.build(cfg.model.data_preprocessor)
@@ -385,12 +444,19 @@ def run_model(key: str, args, bn: str = 'trained'
               'steps', flush=True)
         quick_train(arch, cfg, preprocessor, args.train_steps)
         arch.trained = f'{args.train_steps} steps'
-    calib, test = load_data(cfg, shape, args, preprocessor)
+    data, calib, test = load_data(cfg, shape, args, preprocessor)
+    fp32_ov = ov.convert_model(
+        TensorMode(arch).eval(), example_input=calib[0][:1],
+        input=[(-1, *shape)])
+    return cfg, arch, data, calib, test, fp32_ov
+
+
+def run_model(key: str, args, bn: str = 'trained'
+              ) -> Tuple[str, List[Contender], bool]:
+    title, _, shape, batches, transformer = SPECS[key]
+    cfg, arch, data, calib, test, fp32_ov = prepare(key, args, bn)
     contenders = {n: Contender(n) for n in FP32 + PEERS}
     with tempfile.TemporaryDirectory() as workdir:
-        fp32_ov = ov.convert_model(
-            TensorMode(arch).eval(), example_input=calib[0][:1],
-            input=[(-1, *shape)])
         for name, precision in zip(FP32, ('f32', None)):
             timed(contenders[name],
                   lambda p=precision: ov_compile(fp32_ov, args.threads, p),
@@ -398,7 +464,7 @@ def run_model(key: str, args, bn: str = 'trained'
             contenders[name].seconds = None
         skip = set(args.skip)
         builders = {
-            'ours': lambda: build_ours(cfg, arch, calib, workdir),
+            'ours': lambda: build_ours(cfg, arch, data, workdir),
             'NNCF': lambda: build_nncf(fp32_ov, calib, transformer),
             'torchao PT2E': lambda: build_torchao(arch, calib, batches),
             'PPQ': lambda: build_ppq(arch, calib, workdir),
@@ -425,6 +491,68 @@ def run_model(key: str, args, bn: str = 'trained'
                   'ours and NNCF', flush=True)
             compilation_ratios(contenders, shape, batches, args)
     return title, list(contenders.values()), arch.trained
+
+
+def primitive_kind(primitive: Tuple[str, ...]) -> Tuple[str, ...]:
+    """A oneDNN primitive (``onednn_primitives``) as kind, implementation,
+    data types (``src:u8 wei:s8 dst:s8``) and attributes: scales and
+    post-ops, without problem sizes and memory layouts."""
+    kind, impl, mds, attrs, _ = primitive
+    types = ' '.join(':'.join(md.split(':')[:2]) for md in mds.split())
+    attrs = attrs.replace('attr-scratchpad:user', '').strip()
+    return kind, impl, types, attrs
+
+
+def graph_makeup(key: str, args, bn: str = 'trained') -> List[str]:
+    """Lines comparing what OpenVINO's CPU plugin executes for ours and for
+    NNCF's model (``--graphs``), each compiled as for the timing and called
+    once at each batch size: the runtime layers by type, runtime precision
+    and kernel (``runtime_layers``), then the oneDNN primitives by kind,
+    implementation, data types and attributes, the fused post-ops
+    included (``primitive_kind``)."""
+    import openvino as ov
+
+    from mmrazor_quant.deploy.openvino.runtime_graph import (
+        layer_differences,
+        onednn_primitives,
+        runtime_layers,
+    )
+    title, _, shape, batches, transformer = SPECS[key]
+    cfg, arch, data, calib, _, fp32_ov = prepare(key, args, bn)
+    label = title if arch.trained else \
+        f'{title}, BN as {"trained" if bn == "trained" else "initialised"}'
+    lines = []
+    with tempfile.TemporaryDirectory() as workdir:
+        files = {'ours': build_ours(cfg, arch, data, workdir),
+                 'NNCF': osp.join(workdir, 'nncf.xml')}
+        ov.save_model(build_nncf(fp32_ov, calib, transformer), files['NNCF'],
+                      compress_to_fp16=False)
+        compiled = {name: ov_compiled(path, args.threads)
+                    for name, path in files.items()}
+        for batch in batches:
+            x = np.random.default_rng(0).standard_normal(
+                (batch, *shape)).astype(np.float32)
+            layers, primitives = {}, {}
+            for name, model in compiled.items():
+                model.create_infer_request().infer([x])
+                layers[name] = runtime_layers(model)
+                primitives[name] = collections.Counter()
+                for primitive, n in onednn_primitives(
+                        files[name], (batch, *shape),
+                        ov_config(args.threads)).items():
+                    primitives[name][primitive_kind(primitive)] += n
+            for what, counts in (('runtime layers', layers),
+                                 ('oneDNN primitives', primitives)):
+                differences = layer_differences(counts['ours'],
+                                                counts['NNCF'])
+                lines.append(
+                    f'{label}, batch {batch}, {what}: ours '
+                    f'{sum(counts["ours"].values())}, NNCF '
+                    f'{sum(counts["NNCF"].values())}'
+                    + ('; the same' if not differences else ''))
+                lines += [f'    ours {a}, NNCF {b}: {" / ".join(layer)}'
+                          for layer, (a, b) in differences.items()]
+    return lines
 
 
 def ratio_interval(ours: List[float], peer: List[float],
@@ -532,6 +660,9 @@ def main() -> None:
                         help='BN statistics of the random-weight '
                         'ImageNet-size backbones')
     parser.add_argument('--skip', nargs='*', default=[], choices=PEERS)
+    parser.add_argument('--graphs', action='store_true',
+                        help='instead of timing: compare the runtime '
+                        'layers of ours and NNCF (type, precision, kernel)')
     parser.add_argument('--out', help='also write the table to this file')
     args = parser.parse_args()
     os.chdir(REPO)
@@ -540,6 +671,17 @@ def main() -> None:
     # calibration and torchao in PyTorch get as many threads as OpenVINO:
     # more than the cores would oversubscribe them on a loaded machine
     torch.set_num_threads(args.threads)
+    if args.graphs:
+        lines = []
+        for key, bn in model_runs(args):
+            run_lines = graph_makeup(key, args, bn)
+            print('\n'.join(run_lines), flush=True)
+            lines += run_lines
+        print('\n' + '\n'.join(lines))
+        if args.out:
+            with open(args.out, 'w') as f:
+                f.write('\n'.join(lines) + '\n')
+        return
     lines = ['| model | contender | top-1 % | quantize s | '
              'latency ms (batch 1) | latency ms (larger batch) |',
              '|---|---|---|---|---|---|']
