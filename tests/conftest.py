@@ -96,6 +96,25 @@ def _fixture_groups(items) -> dict:
     return {item: names[root(key)] for item, key in first_key.items()}
 
 
+def _name_xdist_groups(config, items):
+    """Append ``@<group>`` to the node id of each ``xdist_group`` test, as
+    pytest-xdist's ``--dist loadgroup`` does: its own renaming (of
+    ``item._nodeid``) no longer reaches the node id in pytest 9.2, which
+    keeps it in ``item._id``, and without the suffix the groups are
+    ignored."""
+    if not config.getvalue('loadgroup') or not items or \
+            not hasattr(items[0], '_id'):
+        return
+    from _pytest.nodeid import NodeId
+    for item in items:
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get(
+            'name', 'default')) for m in item.iter_markers('xdist_group')})
+        if names and '@' not in item.nodeid.rsplit(']', 1)[-1]:
+            item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(names)}")
+
+
+# Before pytest-xdist's own hook, which reads the xdist_group marks.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     slow_paths = _slow_paths()
     slow = pytest.mark.slow
@@ -109,6 +128,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(slow)
     for item, group in _fixture_groups(items).items():
         item.add_marker(pytest.mark.xdist_group(group))
+    _name_xdist_groups(config, items)
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason='needs a CUDA GPU')
