@@ -102,7 +102,8 @@ def _name_xdist_groups(config, items):
     ``item._nodeid``) no longer reaches the node id in pytest 9.2, which
     keeps it in ``item._id``, and without the suffix the groups are
     ignored."""
-    if not config.getvalue('loadgroup') or not items or \
+    # ``loadgroup`` is an option of pytest-xdist's workers only.
+    if not getattr(config.option, 'loadgroup', False) or not items or \
             not hasattr(items[0], '_id'):
         return
     from _pytest.nodeid import NodeId
