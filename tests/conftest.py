@@ -1,7 +1,8 @@
 """Suite-wide hooks: skips tests marked ``cuda`` on machines without a CUDA
 GPU; marks the slow areas ``slow`` (``make test-fast`` leaves them out);
-under pytest-xdist (``make test`` runs two workers), keeps the Slurm tests on
-one worker and shares the cores between the workers; prints the time spent
+under pytest-xdist (``make test`` runs two workers), keeps the Slurm tests,
+and the tests sharing a module's or a costly session fixture, on one worker
+and shares the cores between the workers; prints the time spent
 per test area at the end of a run."""
 import os
 import os.path as osp
@@ -28,6 +29,13 @@ SLOW_PATHS = (
 )
 
 
+# Session fixtures that take tens of seconds to build (CPU seconds on a
+# 2-core VNNI Xeon): all their tests run on one pytest-xdist worker.
+COSTLY_SESSION_FIXTURES = (
+    'float_weights',  # test_deploy: ResNet and MobileNetV2 trained, 40 s
+)
+
+
 def pytest_configure(config):
     workers = int(os.environ.get('PYTEST_XDIST_WORKER_COUNT', '0'))
     if workers > 1:
@@ -48,6 +56,66 @@ def _slow_paths():
     return tuple(p.rstrip(os.sep) for p in paths)
 
 
+def _fixture_groups(items) -> dict:
+    """``{item: group}`` for the tests that share a costly fixture build.
+
+    ``--dist loadgroup`` deals ungrouped tests out one at a time, so the
+    tests of one module alternate between the workers and each worker would
+    build the module's module-scoped fixtures (an export, a calibrated
+    model) again. The tests of a module that uses one form a group, and so
+    do all tests of ``COSTLY_SESSION_FIXTURES`` (groups that share a test
+    merge); tests with their own ``xdist_group`` keep it.
+    """
+    parent = {}
+
+    def root(key):
+        while parent.setdefault(key, key) != key:
+            key = parent[key]
+        return key
+
+    first_key = {}
+    for item in items:
+        info = getattr(item, '_fixtureinfo', None)
+        if info is None or item.get_closest_marker('xdist_group'):
+            continue
+        keys = []
+        for name, defs in info.name2fixturedefs.items():
+            scope = defs[-1].scope if defs else 'function'
+            if scope in ('class', 'module'):
+                keys.append(osp.relpath(str(item.path), TESTS))
+            elif scope == 'session' and name in COSTLY_SESSION_FIXTURES:
+                keys.append(name)
+        if keys:
+            for key in keys:
+                parent[root(key)] = root(keys[0])
+            first_key[item] = keys[0]
+    # A group is named after its session fixture, else its module.
+    names = {}
+    for key in sorted(parent, key=lambda k: k not in COSTLY_SESSION_FIXTURES):
+        names.setdefault(root(key), key)
+    return {item: names[root(key)] for item, key in first_key.items()}
+
+
+def _name_xdist_groups(config, items):
+    """Append ``@<group>`` to the node id of each ``xdist_group`` test, as
+    pytest-xdist's ``--dist loadgroup`` does: its own renaming (of
+    ``item._nodeid``) no longer reaches the node id in pytest 9.2, which
+    keeps it in ``item._id``, and without the suffix the groups are
+    ignored."""
+    # ``loadgroup`` is an option of pytest-xdist's workers only.
+    if not getattr(config.option, 'loadgroup', False) or not items or \
+            not hasattr(items[0], '_id'):
+        return
+    from _pytest.nodeid import NodeId
+    for item in items:
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get(
+            'name', 'default')) for m in item.iter_markers('xdist_group')})
+        if names and '@' not in item.nodeid.rsplit(']', 1)[-1]:
+            item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(names)}")
+
+
+# Before pytest-xdist's own hook, which reads the xdist_group marks.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     slow_paths = _slow_paths()
     slow = pytest.mark.slow
@@ -59,6 +127,9 @@ def pytest_collection_modifyitems(config, items):
         path = str(item.path)
         if any(path == p or path.startswith(p + os.sep) for p in slow_paths):
             item.add_marker(slow)
+    for item, group in _fixture_groups(items).items():
+        item.add_marker(pytest.mark.xdist_group(group))
+    _name_xdist_groups(config, items)
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason='needs a CUDA GPU')

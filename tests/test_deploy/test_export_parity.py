@@ -146,7 +146,11 @@ def test_w4a4_opset21_and_lsq_scales(float_weights, digits, tmp_path):
     assert_deployed(report, result.deploy_model, path, digits)
 
 
-@pytest.mark.parametrize('opset', [18, 19, 20])  # 17, 21: the other tests
+# 17, 21: the other tests. 19 and 20 take 18's path (the dynamo exporter,
+# untyped Q/DQ), one dynamo export each: the slow tier.
+@pytest.mark.parametrize('opset', [
+    18, pytest.param(19, marks=pytest.mark.slow),
+    pytest.param(20, marks=pytest.mark.slow)])
 def test_every_opset_exports_its_own_qdq(opset, openvino_u7, digits,
                                          tmp_path):
     """Opsets 18-20 (the dynamo exporter's, below QuantizeLinear-21) used
