@@ -196,9 +196,12 @@ def export_and_check(model: nn.Module,
     options = dict(backend.runtime_options) if runtime in (
         None, backend.runtime) else {}
     # The task's deploy head (its codebase adapter names the task).
-    report = deploy_head_of(model).check_parity(
+    head = deploy_head_of(model)
+    report = head.check_parity(
         model, result.deploy_model, out, inputs, samples,
-        runtime or backend.runtime, evaluator=_test_evaluator(cfg), **options)
+        runtime or backend.runtime,
+        evaluator=_test_evaluator(cfg) if head.decodes_predictions else None,
+        **options)
     log(report.format())
     return result, report
 
@@ -206,15 +209,17 @@ def export_and_check(model: nn.Module,
 def _test_evaluator(cfg: Config):
     """The config's test metric, for the tasks whose deploy head decodes
     predictions (None without ``test_evaluator``)."""
-    from mmengine.registry import DATASETS
+    from mmengine.registry import DATASETS, DefaultScope
 
     from .from_config import build_test_evaluator
     if not cfg.get('test_evaluator'):
         return None
-    evaluator = build_test_evaluator(cfg)
-    # the metric reads the dataset's classes, as the test loop gives them
-    evaluator.dataset_meta = DATASETS.build(
-        cfg.test_dataloader.dataset).metainfo
+    with DefaultScope.overwrite_default_scope(cfg.get('default_scope')):
+        evaluator = build_test_evaluator(cfg)
+        # the metric reads the dataset's classes, as the test loop gives
+        # them
+        evaluator.dataset_meta = DATASETS.build(
+            cfg.test_dataloader.dataset).metainfo
     return evaluator
 
 

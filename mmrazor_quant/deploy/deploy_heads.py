@@ -58,6 +58,12 @@ class BaseDeployHead:
         None (the default) where the task decodes none here."""
         return None
 
+    @property
+    def decodes_predictions(self) -> bool:
+        """Whether :meth:`predictions` decodes anything (a subclass
+        overrides it)."""
+        return type(self).predictions is not BaseDeployHead.predictions
+
     def metrics(self, evaluator, qmodel: nn.Module, outputs: List[Tensor],
                 inputs: Tensor, data_samples: Sequence
                 ) -> Dict[str, float]:
