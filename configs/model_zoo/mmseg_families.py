@@ -39,9 +39,10 @@ families = dict(
                hw=(64, 64)),
     erfnet=dict(config=_C + 'erfnet/erfnet_fcn_4xb4-160k_cityscapes-512x1024.py',
                 hw=(64, 64)),
+    # the head's image pooling is a 49 x 49 AvgPool on the stride-8 map
     lraspp=dict(config=_C + 'mobilenet_v3/'
                 'mobilenet-v3-d8-s_lraspp_4xb4-320k_cityscapes-512x1024.py',
-                hw=(64, 64)),
+                hw=(400, 400)),
     unet=dict(config=_C + 'unet/unet-s5-d16_deeplabv3_4xb4-40k_drive-64x64.py',
               hw=(64, 64)),
     segnext=dict(config=_C + 'segnext/'
