@@ -24,6 +24,7 @@ shared machine.
 """
 import argparse
 import datetime
+import math
 import os
 import platform
 import re
@@ -52,11 +53,14 @@ def _status(report, family: dict) -> str:
         return f'{stage}: {error[:160]}'.replace('|', '/')
     floor = family.get('min_sqnr_db', MIN_SQNR_DB)
     low = [r for r, v in report.sqnr_db.items() if v < floor]
+    measured = ('' if math.isnan(report.float64_floor_db) else
+                ' (the simulation in float32 against float64: '
+                f'{report.float64_floor_db:.1f} dB)')
     if low:
-        return f"below {floor:.0f} dB in {', '.join(low)}: " + family.get(
-            'why', 'not understood')
+        return (f"below {floor:.0f} dB in {', '.join(low)}: "
+                + family.get('why', 'not understood') + measured)
     if 'why' in family:
-        return f"ok (>= {floor:.0f} dB: {family['why']})"
+        return f"ok (>= {floor:.0f} dB: {family['why']}){measured}"
     return 'ok'
 
 

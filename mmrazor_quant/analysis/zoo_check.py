@@ -32,6 +32,9 @@ from .model_check import w8a8_model_cfg
 
 __all__ = ['ZooCheckReport', 'zoo_config', 'check_zoo_config']
 
+#: Below this SQNR in a runtime, the report also measures the simulation's
+#: float32 floor (``ZooCheckReport.float64_floor_db``).
+FLOOR_CHECK_DB = 30.
 #: Stages in the order :func:`check_zoo_config` runs them.
 STAGES = ('build', 'quantize', 'calibrate', 'predict', 'qat_step', 'export',
           'parity')
@@ -56,6 +59,10 @@ class ZooCheckReport:
         parity (dict): Runtime -> the deploy head's one-line report.
         qat_loss (float): The loss of the training step.
         qat_grad_norm (float): The gradient norm of that step.
+        float64_floor_db (float): Where a runtime is below
+            ``FLOOR_CHECK_DB``: the lowest SQNR of the simulation in float32
+            against itself in float64, how far float32 arithmetic alone
+            (any summation order) determines the outputs; NaN otherwise.
     """
     config: str = ''
     stages: Dict[str, str] = field(default_factory=dict)
@@ -68,6 +75,7 @@ class ZooCheckReport:
     parity: Dict[str, str] = field(default_factory=dict)
     qat_loss: float = math.nan
     qat_grad_norm: float = math.nan
+    float64_floor_db: float = math.nan
 
     @property
     def passed(self) -> bool:
@@ -261,6 +269,25 @@ def _parity(qmodel: nn.Module, result, x: torch.Tensor, samples,
         report.parity[runtime] = parity.format()
         report.sqnr_db[runtime] = float(parity.sqnr_db)
         report.agreement[runtime] = float(parity.agreement)
+    low = [r for r in runtimes if report.sqnr_db[r] < FLOOR_CHECK_DB]
+    if low:
+        try:
+            report.float64_floor_db = _float64_floor(result.deploy_model, x)
+        except Exception as e:  # noqa: BLE001 - a diagnosis, not a stage
+            report.parity['float64_floor'] = f'not measured: {e}'[:200]
+
+
+def _float64_floor(deploy_model: nn.Module, x: torch.Tensor) -> float:
+    """The lowest SQNR of ``deploy_model``'s outputs in float32 against
+    the same model in float64 on ``x``."""
+    from mmrazor_quant.deploy.parity import flat_outputs
+    from mmrazor_quant.utils.sqnr import sqnr_db
+    model64 = copy.deepcopy(deploy_model).double().eval()
+    with torch.no_grad():
+        outs32 = flat_outputs(deploy_model.eval()(x))
+        outs64 = flat_outputs(model64(x.double()))
+    return min(float(sqnr_db(ref.float(), out))
+               for ref, out in zip(outs64, outs32))
 
 
 def check_zoo_config(config: Union[str, Config],

@@ -151,6 +151,42 @@ def test_openvino_guard_before_quantize_of_shared_conv_output():
         np.testing.assert_array_equal(got, want)
 
 
+def _extra_conv_model():
+    """c -> Q/DQ -> Conv -> y (an FPN level) and c -> Relu -> Q/DQ -> Conv
+    -> r (the extra conv on ReLU(P6)): the quantize of the second branch
+    reads the shared conv output through the Relu."""
+    model = _shared_conv_output_model('Relu')
+    graph = model.graph
+    graph.node.extend([
+        helper.make_node('QuantizeLinear', ['u', 's', 'z'], ['uq']),
+        helper.make_node('DequantizeLinear', ['uq', 's', 'z'], ['ud']),
+        helper.make_node('Conv', ['ud', 'wd'], ['r'], pads=[1] * 4),
+    ])
+    del graph.output[-1]
+    graph.output.append(helper.make_tensor_value_info(
+        'r', TensorProto.FLOAT, [1, 4, 6, 6]))
+    return model
+
+
+def test_openvino_guard_before_relu_of_shared_conv_output():
+    model = _extra_conv_model()
+    # one guard before the direct quantize, one before the Relu
+    assert guard_shared_quantize_inputs(model) == 2
+    onnx.checker.check_model(model, full_check=True)
+    relu = next(n for n in model.graph.node if n.op_type == 'Relu')
+    guard = next(n for n in model.graph.node
+                 if n.op_type == 'Max' and n.output[0] == relu.input[0])
+    assert guard.input[0] == 'c'
+    low = next(i for i in model.graph.initializer
+               if i.name == guard.input[1])
+    assert float(numpy_helper.to_array(low)) == 0.  # uint8, zero-point 0
+    x = np.random.default_rng(1).normal(size=(1, 4, 6, 6)).astype('f4') * 4
+    level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    for got, want in zip(_run_all(model, x, level),
+                         _run_all(_extra_conv_model(), x, level)):
+        np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize('float_consumer', ['Shape', None])
 def test_openvino_no_guard_without_float_consumer(float_consumer):
     if float_consumer is None:

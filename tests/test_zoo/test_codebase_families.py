@@ -17,6 +17,7 @@ import math
 import os
 
 import pytest
+import torch
 from mmengine.config import Config
 
 from mmrazor_quant.analysis.zoo_check import check_zoo_config
@@ -67,3 +68,19 @@ def test_family_traces_trains_and_deploys(codebase, name):
     floor = family.get('min_sqnr_db', MIN_SQNR_DB)
     for runtime in ('openvino', 'onnxruntime'):
         assert report.sqnr_db[runtime] >= floor, report.parity[runtime]
+
+
+def test_mmseg_dummy_edge_map_marks_stripe_borders():
+    """PIDNet's boundary loss reads ``gt_edge_map``: the pixels within one
+    pixel of a stripe border of ``gt_sem_seg``, grown by mmseg's default
+    edge width 3."""
+    pytest.importorskip('mmseg')
+    from mmrazor_quant.models.codebases.mmseg import MMSegCodebase
+    samples = MMSegCodebase().dummy_data_samples(
+        torch.zeros(1, 3, 4, 8), torch.zeros(1, 2, 4, 8))
+    label = samples[0].gt_sem_seg.data
+    edge = samples[0].gt_edge_map.data
+    assert label[0, 0].tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
+    # the border between columns 3 and 4 marks both, then grows by one
+    assert edge[0].tolist() == [[0, 0, 1, 1, 1, 1, 0, 0]] * 4
+    assert edge.dtype == torch.uint8

@@ -29,7 +29,11 @@ range stretched by ``1 / (s_in * s_w)`` and returns its zero-point for every
 element (an FPN level of RetinaNet then carries nothing to the head).
 :func:`guard_shared_quantize_inputs` puts the same value-preserving ``Max``
 before such a ``QuantizeLinear``, and the plugin quantizes ``x`` on its own
-range.
+range. The same happens where the quantize reads ``x`` through an
+element-wise op and ``x`` has another consumer (FCOS's FPN: ``P6`` quantized
+for the head and ``ReLU(P6)`` quantized for the extra conv that makes
+``P7``, whose head outputs are then the bare biases); the guard then goes
+before that op, on ``x``.
 
 A third rewrite changes no value either: a tensor with negative values on an
 unsigned symmetric grid (zero-point 128 on ``[0, 255]``) is written as int8
@@ -140,26 +144,46 @@ def _guarded_inputs(graph: onnx.GraphProto
 
 def _shared_quantize_inputs(graph: onnx.GraphProto
                             ) -> List[Tuple[int, int, float]]:
-    """``(position of the quantize, 0, lower bound)`` of every per-tensor
-    ``QuantizeLinear`` on a conv/linear output that also has a consumer
-    other than a ``QuantizeLinear`` or a ``Shape``."""
+    """``(position, input index, lower bound)`` of a guard for every
+    per-tensor ``QuantizeLinear`` on a conv/linear output that also has a
+    consumer other than a ``QuantizeLinear`` or a ``Shape``: right before the
+    quantize, or, where the quantize reads the output through element-wise
+    ops (``Relu``, ``Clip``: an FPN's extra conv on ``ReLU(P6)``), before the
+    first of them, on the shared tensor."""
     producers = {o: n for n in graph.node for o in n.output}
-    consumers: Dict[str, List[str]] = {}
+    consumers: Dict[str, List[onnx.NodeProto]] = {}
     for node in graph.node:
         for name in node.input:
-            consumers.setdefault(name, []).append(node.op_type)
+            consumers.setdefault(name, []).append(node)
+    positions = {id(node): p for p, node in enumerate(graph.node)}
     values = onnx_constants(graph)
-    found = []
-    for position, node in enumerate(graph.node):
+    found: Dict[Tuple[int, int], float] = {}
+    for node in graph.node:
         if node.op_type != 'QuantizeLinear' or node.input[0] in values \
                 or values.get(node.input[1]) is None \
-                or values[node.input[1]].size != 1:
+                or values[node.input[1]].size != 1 \
+                or not _fused_producer(node.input[0], producers, values):
             continue
-        others = [op for op in consumers[node.input[0]]
-                  if op not in ('QuantizeLinear', 'Shape')]
-        if others and _fused_producer(node.input[0], producers, values):
-            found.append((position, 0, _dq_lower_bound(node, node, values)))
-    return found
+        name, reader = node.input[0], node
+        while True:
+            # beside the quantize itself, another quantize is no float
+            # consumer; beside an element-wise op, it is a second branch
+            ignored = ('QuantizeLinear', 'Shape') if reader is node \
+                else ('Shape', )
+            others = [c for c in consumers[name]
+                      if c is not reader and c.op_type not in ignored]
+            if others:
+                # Max(x, low) raises only values the quantize saturates
+                # to q_min anyway; Relu/Clip/Max/Min are monotone
+                key = (positions[id(reader)], list(reader.input).index(name))
+                low = _dq_lower_bound(node, node, values)
+                found[key] = min(low, found.get(key, low))
+                break
+            producer = producers.get(name)
+            if producer is None or producer.op_type not in _PASS_THROUGH:
+                break
+            name, reader = producer.input[0], producer
+    return [(p, i, low) for (p, i), low in sorted(found.items())]
 
 
 def _insert_max_guards(graph: onnx.GraphProto,

@@ -7,7 +7,7 @@ from mmrazor_quant.registry import CODEBASES
 from .base import BaseCodebase, overriding_methods
 from .mmseg_rewrites import mmseg_rewrites
 
-__all__ = ['MMSegCodebase']
+__all__ = ['MMSegCodebase', 'edge_map']
 
 
 @CODEBASES.register_module()
@@ -60,7 +60,9 @@ class MMSegCodebase(BaseCodebase):
                            tensor_outputs: torch.Tensor) -> List:
         """``SegDataSample``s whose ``gt_sem_seg`` is the image cut into
         vertical stripes labelled ``0, 1, ...`` (mod the number of classes,
-        the logits' channel dimension)."""
+        the logits' channel dimension), and whose ``gt_edge_map`` marks the
+        pixels beside a stripe border, as mmseg's ``GenerateEdge`` does for
+        the heads with a boundary loss (PIDNet)."""
         from mmengine.structures import PixelData
         from mmseg.structures import SegDataSample
         logits = tensor_outputs[0] if isinstance(
@@ -74,6 +76,23 @@ class MMSegCodebase(BaseCodebase):
             sample = SegDataSample(metainfo=dict(
                 img_shape=(h, w), ori_shape=(h, w), pad_shape=(h, w)))
             sample.gt_sem_seg = PixelData(data=label.clone())
+            sample.gt_edge_map = PixelData(data=edge_map(label))
             samples.append(sample)
         return samples
 
+
+
+def edge_map(label: torch.Tensor, width: int = 3) -> torch.Tensor:
+    """``(1, H, W)`` uint8: 1 within ``width // 2`` pixels of a change of
+    ``label`` ``(1, H, W)`` along a row or a column (mmseg's
+    ``GenerateEdge`` with its default width 3), 0 elsewhere."""
+    edge = torch.zeros_like(label, dtype=torch.bool)
+    change_w = label[..., 1:] != label[..., :-1]
+    change_h = label[..., 1:, :] != label[..., :-1, :]
+    edge[..., 1:] |= change_w
+    edge[..., :-1] |= change_w
+    edge[..., 1:, :] |= change_h
+    edge[..., :-1, :] |= change_h
+    grown = torch.nn.functional.max_pool2d(
+        edge[None].float(), width, stride=1, padding=width // 2)[0]
+    return grown.to(torch.uint8)

@@ -282,10 +282,13 @@ def _decoded(segmentor, x) -> Tuple[Any, Any]:
 
 
 def _window_logits(segmentor, crop: Tensor) -> Tensor:
-    """Logits of one sliding window, resized to it (``encode_decode``)."""
+    """Logits of one sliding window, resized to it (``encode_decode``).
+    The head's ``forward`` is called as the tensor mode calls it (not
+    through the module), so its nodes share the tensor graph's fake
+    quants."""
     from mmseg.models.utils import resize
     args, head = _decoded(segmentor, segmentor.extract_feat(crop))
-    return resize(head(*args), size=static_shape(crop)[2:],
+    return resize(head.forward(*args), size=static_shape(crop)[2:],
                   mode='bilinear', align_corners=segmentor.align_corners)
 
 
