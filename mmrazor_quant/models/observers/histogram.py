@@ -35,6 +35,8 @@ class HistogramObserver(BaseHistogramObserver):
             ``'percentile'``. Defaults to 99.99.
         num_candidates (int): Number of clipping ratios for ``'mse'``.
             Defaults to 100.
+        max_binned (int, optional): Most values of one batch binned; see
+            :class:`BaseHistogramObserver`. Defaults to None (all).
 
     Raises:
         ValueError: If ``method``, ``percentile``, ``num_candidates`` or
@@ -46,8 +48,9 @@ class HistogramObserver(BaseHistogramObserver):
                  bins: int = 2048,
                  method: str = 'percentile',
                  percentile: float = 99.99,
-                 num_candidates: int = 100) -> None:
-        super().__init__(qscheme, bins)
+                 num_candidates: int = 100,
+                 max_binned: Optional[int] = None) -> None:
+        super().__init__(qscheme, bins, max_binned)
         name = type(self).__name__
         if method not in _METHODS:
             raise ValueError(f'{name}: method must be one of {_METHODS}, '
@@ -105,13 +108,17 @@ class PercentileObserver(HistogramObserver):
         qscheme (QSchema, optional): The scheme. Defaults to ``QSchema()``.
         bins (int): Number of bins. Defaults to 2048.
         percentile (float): Percentile in ``(50, 100]``. Defaults to 99.99.
+        max_binned (int, optional): Most values of one batch binned; see
+            :class:`BaseHistogramObserver`. Defaults to None (all).
     """
 
     def __init__(self,
                  qscheme: Optional[QSchema] = None,
                  bins: int = 2048,
-                 percentile: float = 99.99) -> None:
-        super().__init__(qscheme, bins, 'percentile', percentile)
+                 percentile: float = 99.99,
+                 max_binned: Optional[int] = None) -> None:
+        super().__init__(qscheme, bins, 'percentile', percentile,
+                         max_binned=max_binned)
 
 
 @MODELS.register_module()
@@ -122,10 +129,14 @@ class HistogramMSEObserver(HistogramObserver):
         qscheme (QSchema, optional): The scheme. Defaults to ``QSchema()``.
         bins (int): Number of bins. Defaults to 2048.
         num_candidates (int): Number of clipping ratios. Defaults to 100.
+        max_binned (int, optional): Most values of one batch binned; see
+            :class:`BaseHistogramObserver`. Defaults to None (all).
     """
 
     def __init__(self,
                  qscheme: Optional[QSchema] = None,
                  bins: int = 2048,
-                 num_candidates: int = 100) -> None:
-        super().__init__(qscheme, bins, 'mse', num_candidates=num_candidates)
+                 num_candidates: int = 100,
+                 max_binned: Optional[int] = None) -> None:
+        super().__init__(qscheme, bins, 'mse', num_candidates=num_candidates,
+                         max_binned=max_binned)

@@ -46,24 +46,44 @@ class BaseHistogramObserver(BaseObserver):
     over which range (:meth:`_hist_bounds`), and implement
     :meth:`_search_range`.
 
+    ``max_binned`` bounds the cost of large activations (a detector's
+    640 x 640 maps hold tens of millions of values a batch, and binning is
+    the slowest part of calibration): a batch with more values bins a
+    uniform random sample of ``max_binned`` of them (seeded, so calibration
+    is repeatable) and weights its counts by ``numel / max_binned``. The
+    extremes ``min_val``/``max_val`` and the histogram's range still come
+    from every value; only the counts inside the range are estimated, each
+    bin to a relative error of about ``1 / sqrt(its sampled count)``.
+
     Args:
         qscheme (QSchema, optional): The scheme. Defaults to ``QSchema()``.
         bins (int): Number of bins. Defaults to 2048.
+        max_binned (int, optional): Most values of one batch binned (see
+            above). Defaults to None (all of them).
 
     Raises:
-        ValueError: If ``bins`` is not an int >= 2.
+        ValueError: If ``bins`` is not an int >= 2 or ``max_binned`` not a
+            positive int.
     """
 
     defers_qparams = True
 
     def __init__(self,
                  qscheme: Optional[QSchema] = None,
-                 bins: int = 2048) -> None:
+                 bins: int = 2048,
+                 max_binned: Optional[int] = None) -> None:
         super().__init__(qscheme)
         if isinstance(bins, bool) or not isinstance(bins, int) or bins < 2:
             raise ValueError(f'{type(self).__name__}: bins must be an int '
                              f'>= 2, got {bins!r}')
+        if max_binned is not None and (isinstance(max_binned, bool)
+                                       or not isinstance(max_binned, int)
+                                       or max_binned < 1):
+            raise ValueError(f'{type(self).__name__}: max_binned must be a '
+                             f'positive int or None, got {max_binned!r}')
         self.bins = bins
+        self.max_binned = max_binned
+        self._sampler: Optional[torch.Generator] = None
         self._register_stat('min_val', math.inf)
         self._register_stat('max_val', -math.inf)
         # float64 so the stored range is exactly the one the counts use.
@@ -95,8 +115,23 @@ class BaseHistogramObserver(BaseObserver):
         self.min_val = torch.minimum(self.min_val, min_val)
         self.max_val = torch.maximum(self.max_val, max_val)
         lo, hi = self._grow_range(*self._hist_bounds(min_val, max_val))
-        batch = torch.histc(self._hist_input(x), self.bins, lo, hi)
-        self.histogram += self._all_reduce(batch.double(), 'sum')
+        values, weight = self._binned_values(x)
+        batch = torch.histc(self._hist_input(values), self.bins, lo, hi)
+        self.histogram += self._all_reduce(batch.double() * weight, 'sum')
+
+    def _binned_values(self, x: Tensor) -> Tuple[Tensor, float]:
+        """The values to bin and the weight of each one's count: all of
+        ``x``, or ``max_binned`` of them drawn uniformly."""
+        numel = x.numel()
+        if self.max_binned is None or numel <= self.max_binned:
+            return x, 1.
+        if self._sampler is None or self._sampler.device != x.device:
+            self._sampler = torch.Generator(x.device).manual_seed(0)
+        index = torch.randint(
+            numel, (self.max_binned, ),
+            generator=self._sampler,
+            device=x.device)
+        return x.reshape(-1)[index], numel / self.max_binned
 
     def _grow_range(self, lo: float, hi: float) -> Tuple[float, float]:
         """Widen the histogram to cover ``[lo, hi]``; returns the range."""
@@ -147,4 +182,6 @@ class BaseHistogramObserver(BaseObserver):
         return calculate_qparams(*self.clip_range(), self.qscheme)
 
     def extra_repr(self) -> str:
-        return f'{super().extra_repr()}, bins={self.bins}'
+        sampled = '' if self.max_binned is None \
+            else f', max_binned={self.max_binned}'
+        return f'{super().extra_repr()}, bins={self.bins}{sampled}'

@@ -88,6 +88,8 @@ class KLObserver(BaseHistogramObserver):
     Args:
         qscheme (QSchema, optional): The scheme. Defaults to ``QSchema()``.
         bins (int): Number of histogram bins. Defaults to 2048.
+        max_binned (int, optional): Most values of one batch binned; see
+            :class:`BaseHistogramObserver`. Defaults to None (all).
     """
 
     def _hist_input(self, x: Tensor) -> Tensor:
