@@ -6,6 +6,7 @@ import torch
 from torch import Tensor
 
 from mmrazor_quant.structures.quantization import QSchema, calculate_qparams
+from mmrazor_quant.utils.threads import one_cpu_thread
 from .base import BaseObserver
 from .utils import interp
 
@@ -169,7 +170,8 @@ class BaseHistogramObserver(BaseObserver):
             ValueError: If nothing was observed.
         """
         self._require_observed()
-        lo, hi = self._search_range()
+        with one_cpu_thread(self.histogram.device):
+            lo, hi = self._search_range()
         return (torch.maximum(lo.float(), self.min_val),
                 torch.minimum(hi.float(), self.max_val))
 
