@@ -23,6 +23,7 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
 from mmrazor_quant.registry import DATASETS, MODELS
+from mmrazor_quant.utils.cpu_heap import reuse_freed_memory
 
 __all__ = ['load_model', 'quantize_model', 'analyse_model', 'export_model',
            'calibration_loader', 'module_names_of']
@@ -165,12 +166,13 @@ def quantize_model(model: nn.Module,
     def data():
         return collect_inputs(qmodel, loader, steps)
 
-    run_ptq_passes(qmodel, passes, 'before_calibration', data)
-    # the loader is neither shuffled nor augmented: bias correction can
-    # take the float means calibration sees
-    with recording_during_calibration(qmodel, passes):
-        calibrate(qmodel, loader, steps, show_progress=False)
-    run_ptq_passes(qmodel, passes, 'after_calibration', data)
+    with reuse_freed_memory():
+        run_ptq_passes(qmodel, passes, 'before_calibration', data)
+        # the loader is neither shuffled nor augmented: bias correction
+        # can take the float means calibration sees
+        with recording_during_calibration(qmodel, passes):
+            calibrate(qmodel, loader, steps, show_progress=False)
+        run_ptq_passes(qmodel, passes, 'after_calibration', data)
     qmodel.eval()
     return qmodel
 

@@ -49,6 +49,7 @@ from mmrazor_quant.models.fake_quants.utils import (
     preserve_quant_state,
 )
 from mmrazor_quant.registry import LOOPS
+from mmrazor_quant.utils.cpu_heap import reuse_freed_memory
 from .calibration import (
     calibrate,
     check_begin,
@@ -184,14 +185,17 @@ class PTQLoop(TestLoop):
     def calibrate(self) -> None:
         """Run the calibration batches (see the class docstring)."""
         logger = self.runner.logger
-        self._run_passes('before_calibration')
-        logger.info(f'PTQ: calibrating on {self.calibrate_steps} batches')
-        compile_steps(self.runner, 'calibrate_step')
-        start = time.time()
-        calibrate(self.runner.model, self.calibrate_dataloader,
-                  self.calibrate_steps)
-        logger.info(f'PTQ: calibration took {time.time() - start:.1f} s')
-        self._run_passes('after_calibration')
+        with reuse_freed_memory():
+            self._run_passes('before_calibration')
+            logger.info(
+                f'PTQ: calibrating on {self.calibrate_steps} batches')
+            compile_steps(self.runner, 'calibrate_step')
+            start = time.time()
+            calibrate(self.runner.model, self.calibrate_dataloader,
+                      self.calibrate_steps)
+            logger.info(
+                f'PTQ: calibration took {time.time() - start:.1f} s')
+            self._run_passes('after_calibration')
 
     def _run_passes(self, stage: str) -> None:
         """Run the ``ptq_passes`` of ``stage`` on the calibration inputs."""
