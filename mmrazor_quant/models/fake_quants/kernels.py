@@ -138,8 +138,13 @@ class _FakeQuantizeSTE(torch.autograd.Function):
             # no mask to save: one x-sized tensor, not two, and the zero
             # point moved into the bounds (integers: the same values, two
             # passes fewer)
-            return q.clamp_(quant_min - zero_point,
-                            quant_max - zero_point).mul_(scale).to(x.dtype)
+            lo, hi = quant_min - zero_point, quant_max - zero_point
+            if zero_point.numel() == 1 and zero_point.device.type == 'cpu' \
+                    and not torch.compiler.is_compiling():
+                # number bounds: with tensor bounds the CPU clamp takes 3x
+                # as long (23 vs 8 ms on 20M floats)
+                lo, hi = float(lo), float(hi)
+            return q.clamp_(lo, hi).mul_(scale).to(x.dtype)
         q = q.add_(zero_point)
         out = q.clamp(quant_min, quant_max)
         ctx.save_for_backward(torch.eq(q, out))
