@@ -291,8 +291,9 @@ def _correct_in_one_pass(gm: fx.GraphModule, names: Sequence[str],
             shape = [1] * outs[0].dim()
             shape[_channel_axis(module, outs[0])] = -1
             for runner, out in zip(runners, outs):
-                out = out + delta.view(shape)
-                runner.env[node] = F.relu(out) if type(module)._with_relu \
+                # in place: the pre-activation is this pass's own tensor
+                out.add_(delta.view(shape))
+                runner.env[node] = out.relu_() if type(module)._with_relu \
                     else out
                 _free(runner, node, last_use)
             continue
