@@ -87,12 +87,16 @@ def compare(before_dir: str) -> int:
             before = f.read()
         after = canonical(name)
         if before != after:
-            changed.append(name)
+            old, new = json.loads(before), json.loads(after)
+            keys = sorted(k for k in set(old) | set(new)
+                          if old.get(k) != new.get(k))
+            changed.append(f'{name} {keys}')
             sys.stdout.writelines(difflib.unified_diff(
                 before.splitlines(True), after.splitlines(True),
                 'before/' + name, 'after/' + name, n=2))
-    print(f'{len(USER_FACING)} configs: {len(changed)} changed '
-          f'{changed}, {len(missing)} new {missing}')
+    print(f'{len(USER_FACING)} configs: {len(changed)} changed, '
+          f'{len(missing)} new {missing}')
+    print('\n'.join(f'changed (top-level keys): {c}' for c in changed))
     return 1 if changed else 0
 
 
