@@ -1,20 +1,12 @@
 # The backend-independent part of W8A8 PTQ of mmcls's ImageNet ResNet-50:
-# calibration on 32 batches of training images and the DDP wrapper; the model,
-# its checkpoint and tracer come from ../../../_base_/models/resnet50_in1k.py.
-# A backend's config adds its deploy config and qconfig `_base_` and sets
-# `model.deploy_cfg` and `model.quantizer`.
-_base_ = ['../../../_base_/models/resnet50_in1k.py', '../calib32_ddp.py']
+# ./resnet18.py with mmcls's ResNet-50 (depth 50, a 2048-channel head) and
+# its checkpoint; mmcls's two configs share their data, pipelines and
+# schedule. A backend's config adds its deploy config and qconfig `_base_`
+# and sets `model.deploy_cfg` and `model.quantizer`.
+_base_ = ['./resnet18.py']
 
-# Calibrate on training images (MMRazor used the validation set; we never
-# do), seen through the deterministic test pipeline (resize + centre crop).
-calibrate_dataloader = dict(
-    batch_size=32,
-    num_workers=5,
-    dataset=dict(_base_.train_dataloader.dataset,
-                 pipeline=_base_.test_pipeline),
-    sampler=dict(type='DefaultSampler', shuffle=True))
+float_checkpoint = 'https://download.openmmlab.com/mmclassification/v0/resnet/resnet50_8xb32_in1k_20210831-ea4938fc.pth'  # noqa: E501
 
-test_cfg = dict(
-    _delete_=True,
-    calibrate_dataloader=calibrate_dataloader,
-    **_base_.ptq_loop)
+model = dict(
+    architecture=dict(backbone=dict(depth=50), head=dict(in_channels=2048)),
+    float_checkpoint=float_checkpoint)
