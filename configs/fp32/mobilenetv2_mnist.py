@@ -31,19 +31,8 @@ test_dataloader = val_dataloader
 optim_wrapper = dict(optimizer=dict(lr=8e-3))
 max_epochs = 10
 train_cfg = dict(max_epochs=max_epochs)
+# The base's warm-up epoch, then its cosine to the new last epoch.
 param_scheduler = [
-    dict(
-        type='LinearLR',
-        start_factor=0.1,
-        by_epoch=True,
-        begin=0,
-        end=1,
-        convert_to_iter_based=True),
-    dict(
-        type='CosineAnnealingLR',
-        eta_min=0.0,
-        by_epoch=True,
-        begin=1,
-        end=max_epochs,
-        convert_to_iter_based=True),
+    _base_.param_scheduler[0],
+    dict(_base_.param_scheduler[1], end=max_epochs),
 ]

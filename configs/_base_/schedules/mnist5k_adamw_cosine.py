@@ -1,8 +1,9 @@
 # AdamW, one epoch of linear warm-up, then cosine decay to zero, stepped per
 # iteration. Sized for the 4,000 MNIST5k training digits at batch size 64
 # (63 iterations per epoch): with so few steps AdamW converges far faster
-# than SGD from scratch. A config that changes max_epochs must move the
-# cosine's ``end`` with it (see configs/fp32/).
+# than SGD from scratch. A config that changes max_epochs moves the cosine's
+# ``end`` with it: ``dict(_base_.param_scheduler[1], end=max_epochs)``
+# (configs/fp32/vit_mnist.py).
 max_epochs = 6
 
 optim_wrapper = dict(

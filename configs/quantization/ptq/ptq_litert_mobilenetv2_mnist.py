@@ -3,11 +3,9 @@
 # per-tensor asymmetric int8 activations on [-128, 127], output placement
 # with ReLU6 fused into the conv and the add.
 #   python tools/ptq.py configs/quantization/ptq/ptq_litert_mobilenetv2_mnist.py --export litert
-_base_ = ['./ptq_openvino_mobilenetv2_mnist.py']
+_base_ = [
+    './_base_/mnist/mobilenetv2.py',
+    '../_base_/qconfigs/litert_w8a8_minmax_asym.py',
+]
 
-# the OpenVINO config's qconfig with asymmetric int8 activations
-global_qconfig = dict(a_qscheme=dict(qdtype='qint8', is_symmetry=False))
-
-model = dict(
-    quantizer=dict(
-        type='mmrazor_quant.LiteRTQuantizer', global_qconfig=global_qconfig))
+model = dict(quantizer=_base_.quantizer)

@@ -4,12 +4,9 @@
 # convs and the linear (the layers ncnn runs in int8), rounding half away
 # from zero; deployed as ncnn's int8 .param/.bin with these scales.
 #   python tools/ptq.py configs/quantization/ptq/ptq_ncnn_resnet18_mnist.py --export ncnn
-_base_ = ['./ptq_openvino_resnet18_mnist.py']
+_base_ = [
+    './_base_/mnist/resnet18.py',
+    '../_base_/qconfigs/ncnn_w8a8_minmax.py',
+]
 
-# the OpenVINO config's qconfig with signed activations on [-127, 127]
-global_qconfig = dict(
-    a_qscheme=dict(qdtype='qint8', is_symmetric_range=True))
-
-model = dict(
-    quantizer=dict(
-        type='mmrazor_quant.NCNNQuantizer', global_qconfig=global_qconfig))
+model = dict(quantizer=_base_.quantizer)

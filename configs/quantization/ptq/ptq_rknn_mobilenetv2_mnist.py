@@ -5,10 +5,9 @@
 # (asymmetric_quantized-8). --export rknn builds the .rknn with these qparams
 # (make rknn-env) and checks it in the toolkit's simulator.
 #   python tools/ptq.py configs/quantization/ptq/ptq_rknn_mobilenetv2_mnist.py --export rknn --num-samples 1000
-_base_ = ['./ptq_openvino_mobilenetv2_mnist.py']
+_base_ = [
+    './_base_/mnist/mobilenetv2.py',
+    '../_base_/qconfigs/rknn_w8a8_minmax_asym.py',
+]
 
-model = dict(
-    quantizer=dict(
-        type='mmrazor_quant.RKNNQuantizer',
-        global_qconfig=dict(
-            a_qscheme=dict(qdtype='qint8', bit=8, is_symmetry=False))))
+model = dict(quantizer=_base_.quantizer)

@@ -15,18 +15,7 @@ model = dict(quantizer=_base_.quantizer)
 # Fine-tuning from the float model: SGD with a cosine decay over the QAT
 # epochs (stepped per iteration).
 max_epochs = 2
-optim_wrapper = dict(
-    _delete_=True,
-    optimizer=dict(type='SGD', lr=0.01, momentum=0.9, weight_decay=1e-4))
-param_scheduler = [
-    dict(
-        type='CosineAnnealingLR',
-        eta_min=0.0,
-        by_epoch=True,
-        begin=0,
-        end=max_epochs,
-        convert_to_iter_based=True)
-]
+param_scheduler = [dict(_base_.param_scheduler[0], end=max_epochs)]
 
 train_cfg = dict(
     _delete_=True,

@@ -4,32 +4,18 @@
 # MMRazor's TensorRT PTQ configs take it as a `_base_` and pass
 # `deploy_cfg=_base_.deploy_cfg` to MMArchitectureQuant; tools/export.py
 # reads it (see docs/deploy.md).
+_base_ = ['../_base_/tensorrt_int8.py']
+
 deploy_cfg = dict(
     onnx_config=dict(
-        type='onnx',
-        export_params=True,
-        keep_initializers_as_inputs=False,
-        # MMRazor's say 11, which has no per-channel QuantizeLinear.
-        opset_version=13,
-        save_file='end2end.onnx',
-        input_names=['input'],
         output_names=['output'],
         input_shape=[224, 224],  # [width, height] of the example input
         optimize=True,
-        dynamic_axes=dict(
-            input={0: 'batch', 2: 'height', 3: 'width'},
-            output={0: 'batch'})),
-    backend_config=dict(
-        type='tensorrt',
-        common_config=dict(
-            fp16_mode=False,
-            max_workspace_size=1 << 30,
-            int8_mode=True,
-            explicit_quant_mode=True),
-        model_inputs=[
-            dict(input_shapes=dict(input=dict(
-                min_shape=[1, 3, 224, 224],
-                opt_shape=[4, 3, 224, 224],
-                max_shape=[8, 3, 224, 224])))
-        ]),
+        dynamic_axes=dict(output={0: 'batch'})),
+    backend_config=dict(model_inputs=[
+        dict(input_shapes=dict(input=dict(
+            min_shape=[1, 3, 224, 224],
+            opt_shape=[4, 3, 224, 224],
+            max_shape=[8, 3, 224, 224])))
+    ]),
     codebase_config=dict(type='mmcls', task='Classification'))

@@ -6,18 +6,10 @@
 # so there is no `post_processing` here (mmdeploy's end2end models put NMS
 # into the graph and name the outputs dets/labels). A detector whose head
 # returns other groups sets output_names (YOLOX adds objectnesses).
+_base_ = ['../_base_/openvino.py']
+
 deploy_cfg = dict(
-    onnx_config=dict(
-        type='onnx',
-        export_params=True,
-        keep_initializers_as_inputs=False,
-        opset_version=13,
-        save_file='end2end.onnx',
-        input_names=['input'],
-        output_names=['cls_scores', 'bbox_preds'],
-        input_shape=None,
-        dynamic_axes=dict(input={0: 'batch', 2: 'height', 3: 'width'})),
+    onnx_config=dict(output_names=['cls_scores', 'bbox_preds']),
     backend_config=dict(
-        type='openvino',
         model_inputs=[dict(opt_shapes=dict(input=[1, 3, 800, 1344]))]),
     codebase_config=dict(type='mmdet', task='ObjectDetection'))

@@ -5,28 +5,14 @@
 # (cls_scores_0, ..., bbox_preds_4); box decoding and NMS run outside it,
 # so there is no `post_processing` here. A detector whose head returns
 # other groups sets output_names (YOLOX adds objectnesses).
+_base_ = ['../_base_/tensorrt_int8.py']
+
 deploy_cfg = dict(
-    onnx_config=dict(
-        type='onnx',
-        export_params=True,
-        keep_initializers_as_inputs=False,
-        opset_version=13,
-        save_file='end2end.onnx',
-        input_names=['input'],
-        output_names=['cls_scores', 'bbox_preds'],
-        input_shape=None,
-        dynamic_axes=dict(input={0: 'batch', 2: 'height', 3: 'width'})),
-    backend_config=dict(
-        type='tensorrt',
-        common_config=dict(
-            fp16_mode=False,
-            max_workspace_size=1 << 30,
-            int8_mode=True,
-            explicit_quant_mode=True),
-        model_inputs=[
-            dict(input_shapes=dict(input=dict(
-                min_shape=[1, 3, 320, 320],
-                opt_shape=[1, 3, 800, 1344],
-                max_shape=[1, 3, 1344, 1344])))
-        ]),
+    onnx_config=dict(output_names=['cls_scores', 'bbox_preds']),
+    backend_config=dict(model_inputs=[
+        dict(input_shapes=dict(input=dict(
+            min_shape=[1, 3, 320, 320],
+            opt_shape=[1, 3, 800, 1344],
+            max_shape=[1, 3, 1344, 1344])))
+    ]),
     codebase_config=dict(type='mmdet', task='ObjectDetection'))

@@ -8,39 +8,8 @@
 # mAP (fp32 70.4) and 42.5 dB export parity in OpenVINO, against 69.6 and
 # 34.7 dB with symmetric ones.
 _base_ = [
-    '../../../detection/yolox_tiny_digits.py',
+    './_base_/yolox_tiny_digits.py',
     '../../_base_/qconfigs/openvino_w8a8_asym.py',
-    '../_base_/calib8.py'
 ]
 
-float_checkpoint = 'work_dirs/det/yolox_tiny_digits/epoch_16.pth'
-
-# 8 batches of 16 training canvases through the deterministic test pipeline.
-calibrate_dataloader = dict(
-    batch_size=16,
-    num_workers=0,
-    dataset=dict(_base_.train_dataloader.dataset,
-                 pipeline=_base_.test_pipeline),
-    sampler=dict(type='DefaultSampler', shuffle=True))
-
-model = dict(
-    _delete_=True,
-    type='mmrazor_quant.MMArchitectureQuant',
-    data_preprocessor=_base_.data_preprocessor,
-    architecture=_base_.model,
-    float_checkpoint=float_checkpoint,
-    quantizer=dict(
-        _base_.quantizer,
-        tracer=dict(
-            type='mmrazor_quant.CustomTracer',
-            skipped_methods=[
-                'mmdet.models.dense_heads.yolox_head.YOLOXHead.'
-                'predict_by_feat',
-                'mmdet.models.dense_heads.yolox_head.YOLOXHead.'
-                'loss_by_feat',
-            ])))
-
-test_cfg = dict(
-    _delete_=True,
-    calibrate_dataloader=calibrate_dataloader,
-    **_base_.ptq_loop)
+model = dict(quantizer=_base_.quantizer)

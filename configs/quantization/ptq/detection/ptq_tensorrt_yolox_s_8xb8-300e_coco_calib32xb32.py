@@ -7,23 +7,8 @@
 # It needs COCO in data/coco (mmdet's layout).
 _base_ = [
     '_base_/yolox_s_coco.py',
-    '../../deploy_cfgs/mmdet/detection_tensorrt-int8-explicit_dynamic-320x320-1344x1344.py',  # noqa: E501
+    '../../deploy_cfgs/mmdet/detection-yolox_tensorrt-int8-explicit_dynamic-320x320-1344x1344.py',  # noqa: E501
     '../../_base_/qconfigs/tensorrt_w8a8.py',
 ]
 
-# The deploy config's, for YOLOXHead's three output groups at 640x640;
-# tools/export.py writes the head's raw outputs (no post-processing).
-deploy_cfg = dict(
-    _base_.deploy_cfg,
-    onnx_config=dict(
-        _base_.deploy_cfg.onnx_config,
-        output_names=['cls_scores', 'bbox_preds', 'objectnesses']),
-    backend_config=dict(
-        _base_.deploy_cfg.backend_config,
-        model_inputs=[
-            dict(input_shapes=dict(input=dict(
-                min_shape=[1, 3, 320, 320], opt_shape=[1, 3, 640, 640],
-                max_shape=[1, 3, 1344, 1344])))
-        ]))
-
-model = dict(deploy_cfg=deploy_cfg, quantizer=_base_.quantizer)
+model = dict(deploy_cfg=_base_.deploy_cfg, quantizer=_base_.quantizer)

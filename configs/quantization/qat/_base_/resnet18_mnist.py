@@ -1,36 +1,26 @@
-# The scheme-independent part of QAT of the fp32 MNIST ResNet-18: the float
-# model and checkpoint, a tracer that keeps ClsHead's loss and predictions
-# out of the graph, the DDP wrapper, the QAT validation loop and the BN
-# buffer sync. A config adds a qconfig `_base_`, sets `model.quantizer` and
-# writes its schedule and training loop.
-_base_ = ['../../../fp32/resnet18_mnist.py']
+# The scheme-independent part of QAT of the fp32 MNIST ResNet-18: the
+# quantizable model (../../_base_/models/resnet18_mnist.py), the DDP wrapper,
+# SGD and a cosine schedule, the QAT validation loop and the BN buffer sync. A
+# config adds a qconfig `_base_`, sets `model.quantizer`, its learning rate and
+# training loop, and moves the cosine's end to its max_epochs.
+_base_ = ['../../_base_/models/resnet18_mnist.py', '../../_base_/ddp.py']
 
-# Written by `make demo` (tools/demo.py); after your own fp32 training pass
-# --cfg-options model.float_checkpoint=work_dirs/resnet18_mnist/epoch_6.pth
-float_checkpoint = 'work_dirs/fp32/resnet18_mnist/float.pth'
-
-model = dict(
+# SGD with momentum (a config sets its learning rate) and QAT's schedule:
+# cosine to zero from the first step (the weights start trained, no
+# warm-up); a config moves `end` to its max_epochs.
+optim_wrapper = dict(
     _delete_=True,
-    type='mmrazor_quant.MMArchitectureQuant',
-    data_preprocessor=dict(
-        type='mmcls.ClsDataPreprocessor', **_base_.data_preprocessor),
-    architecture=_base_.model,
-    float_checkpoint=float_checkpoint,
-    quantizer=dict(
-        tracer=dict(
-            type='mmrazor_quant.CustomTracer',
-            skipped_methods=[
-                'mmcls.models.heads.ClsHead._get_loss',
-                'mmcls.models.heads.ClsHead._get_predictions'
-            ])))
-
-model_wrapper_cfg = dict(
-    type='mmrazor_quant.MMArchitectureQuantDDP',
-    broadcast_buffers=False,
-    find_unused_parameters=True)
+    optimizer=dict(type='SGD', lr=0.01, momentum=0.9, weight_decay=1e-4))
+param_scheduler = [
+    dict(
+        type='CosineAnnealingLR',
+        eta_min=0.0,
+        by_epoch=True,
+        begin=0,
+        end=_base_.max_epochs,
+        convert_to_iter_based=True)
+]
 
 val_cfg = dict(_delete_=True, type='mmrazor_quant.QATValLoop')
 
-# BN buffers averaged across ranks before each checkpoint (DDP runs with
-# broadcast_buffers=False).
 default_hooks = dict(sync=dict(type='SyncBuffersHook'))

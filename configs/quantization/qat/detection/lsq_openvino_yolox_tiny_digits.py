@@ -6,23 +6,13 @@
 # (``original.``).
 #   python tools/train.py configs/quantization/qat/detection/lsq_openvino_yolox_tiny_digits.py \
 #       --cfg-options model.float_checkpoint=work_dirs/det/yolox_tiny_digits/epoch_16.pth
-_base_ = ['../../ptq/detection/ptq_openvino_yolox_tiny_digits.py']
+_base_ = [
+    '../../ptq/detection/_base_/yolox_tiny_digits.py',
+    '../../_base_/qconfigs/openvino_w8a8_lsq.py',
+    '../../_base_/ddp.py',
+]
 
-model = dict(
-    quantizer=dict(
-        # LSQ's scales on symmetric u8 activations (the PTQ config's are
-        # asymmetric)
-        global_qconfig=dict(
-            w_observer=dict(type='mmrazor_quant.LSQPerChannelObserver'),
-            a_observer=dict(type='mmrazor_quant.LSQObserver'),
-            w_fake_quant=dict(type='mmrazor_quant.LearnableFakeQuantize'),
-            a_fake_quant=dict(type='mmrazor_quant.LearnableFakeQuantize'),
-            a_qscheme=dict(
-                _delete_=True, qdtype='quint8', bit=8, is_symmetry=True))))
-model_wrapper_cfg = dict(
-    type='mmrazor_quant.MMArchitectureQuantDDP',
-    broadcast_buffers=False,
-    find_unused_parameters=True)
+model = dict(quantizer=_base_.quantizer)
 
 # Fine-tuning: a tenth of the float run's learning rate, cosine to zero;
 # no weight decay on the learned scales.

@@ -5,12 +5,13 @@
 # (``qat.coco/bbox_mAP``) and of the float model (``original.``).
 #   python tools/train.py configs/quantization/qat/detection/qat_openvino_retinanet_tiny_digits.py \
 #       --cfg-options model.float_checkpoint=work_dirs/det/retinanet_tiny_digits/epoch_24.pth
-_base_ = ['../../ptq/detection/ptq_openvino_retinanet_tiny_digits.py']
+_base_ = [
+    '../../ptq/detection/_base_/retinanet_tiny_digits.py',
+    '../../_base_/qconfigs/openvino_w8a8.py',
+    '../../_base_/ddp.py',
+]
 
-model_wrapper_cfg = dict(
-    type='mmrazor_quant.MMArchitectureQuantDDP',
-    broadcast_buffers=False,
-    find_unused_parameters=True)
+model = dict(quantizer=_base_.quantizer)
 
 # Fine-tuning: a tenth of the float run's learning rate, cosine to zero.
 max_epochs = 3

@@ -16,13 +16,5 @@ model = dict(
 
 max_epochs = 2
 optim_wrapper = dict(optimizer=dict(lr=1e-3))
-param_scheduler = [
-    dict(
-        type='CosineAnnealingLR',
-        eta_min=0.0,
-        by_epoch=True,
-        begin=0,
-        end=max_epochs,
-        convert_to_iter_based=True)
-]
+param_scheduler = [dict(_base_.param_scheduler[0], end=max_epochs)]
 train_cfg = dict(max_epochs=max_epochs)

@@ -16,20 +16,11 @@ model = dict(quantizer=_base_.quantizer)
 # epochs (stepped per iteration); no weight decay on the learned scales.
 max_epochs = 1
 optim_wrapper = dict(
-    _delete_=True,
     # lr 1e-2 drove small per-channel weight scales (~5e-6) negative within
     # 5 steps and the loss to NaN; 1e-3 keeps every scale positive.
-    optimizer=dict(type='SGD', lr=1e-4, momentum=0.9, weight_decay=1e-4),
+    optimizer=dict(lr=1e-4),
     paramwise_cfg=dict(custom_keys={'.scale': dict(decay_mult=0.0)}))
-param_scheduler = [
-    dict(
-        type='CosineAnnealingLR',
-        eta_min=0.0,
-        by_epoch=True,
-        begin=0,
-        end=max_epochs,
-        convert_to_iter_based=True)
-]
+param_scheduler = [dict(_base_.param_scheduler[0], end=max_epochs)]
 
 train_cfg = dict(
     _delete_=True,

@@ -7,19 +7,13 @@
 # reports mmpose's COCO keypoint AP of the quantized (``qat.coco/AP``) and
 # of the float model (``original.``).
 #   python tools/train.py configs/quantization/qat/pose/lsq_openvino_rtmpose_t_digits.py
-_base_ = ['../../ptq/pose/ptq_openvino_rtmpose_t_digits.py']
+_base_ = [
+    '../../ptq/pose/_base_/rtmpose_t_digits.py',
+    '../../_base_/qconfigs/openvino_w8a8_lsq_minmax_asym.py',
+    '../../_base_/ddp.py',
+]
 
-model = dict(
-    quantizer=dict(
-        # the PTQ config's min-max start and asymmetric grid (OpenVINO's
-        # rounding of SiLU outputs, see it), with learned scales
-        global_qconfig=dict(
-            w_fake_quant=dict(type='mmrazor_quant.LearnableFakeQuantize'),
-            a_fake_quant=dict(type='mmrazor_quant.LearnableFakeQuantize'))))
-model_wrapper_cfg = dict(
-    type='mmrazor_quant.MMArchitectureQuantDDP',
-    broadcast_buffers=False,
-    find_unused_parameters=True)
+model = dict(quantizer=_base_.quantizer)
 
 # Fine-tuning at about the float run's final learning rate, cosine to
 # zero; no weight decay on the learned scales.

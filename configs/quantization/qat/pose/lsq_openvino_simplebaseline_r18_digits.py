@@ -4,20 +4,13 @@
 # are learned together. Validation reports mmpose's COCO keypoint AP of the
 # quantized (``qat.coco/AP``) and of the float model (``original.``).
 #   python tools/train.py configs/quantization/qat/pose/lsq_openvino_simplebaseline_r18_digits.py
-_base_ = ['../../ptq/pose/ptq_openvino_simplebaseline_r18_digits.py']
+_base_ = [
+    '../../ptq/pose/_base_/simplebaseline_r18_digits.py',
+    '../../_base_/qconfigs/openvino_w8a8_lsq.py',
+    '../../_base_/ddp.py',
+]
 
-model = dict(
-    quantizer=dict(
-        # the PTQ config's grids (openvino_w8a8_minmax) with LSQ's scales
-        global_qconfig=dict(
-            w_observer=dict(type='mmrazor_quant.LSQPerChannelObserver'),
-            a_observer=dict(type='mmrazor_quant.LSQObserver'),
-            w_fake_quant=dict(type='mmrazor_quant.LearnableFakeQuantize'),
-            a_fake_quant=dict(type='mmrazor_quant.LearnableFakeQuantize'))))
-model_wrapper_cfg = dict(
-    type='mmrazor_quant.MMArchitectureQuantDDP',
-    broadcast_buffers=False,
-    find_unused_parameters=True)
+model = dict(quantizer=_base_.quantizer)
 
 # Fine-tuning at about the float run's final learning rate, cosine to
 # zero; no weight decay on the learned scales.

@@ -15,8 +15,5 @@ model = dict(
 # 4-bit weights need a larger step to recover.
 max_epochs = 2
 optim_wrapper = dict(optimizer=dict(lr=2e-4))
-param_scheduler = [
-    dict(type='CosineAnnealingLR', T_max=max_epochs, by_epoch=True,
-         convert_to_iter_based=True)
-]
+param_scheduler = [dict(_base_.param_scheduler[0], T_max=max_epochs)]
 train_cfg = dict(max_epochs=max_epochs)

@@ -16,8 +16,5 @@ model = dict(
 # epoch is long on 2 CPU cores).
 max_epochs = 1
 optim_wrapper = dict(optimizer=dict(lr=2e-4))
-param_scheduler = [
-    dict(type='CosineAnnealingLR', T_max=max_epochs, by_epoch=True,
-         convert_to_iter_based=True)
-]
+param_scheduler = [dict(_base_.param_scheduler[0], T_max=max_epochs)]
 train_cfg = dict(max_epochs=max_epochs)

@@ -1,18 +1,18 @@
 # W8A8 LSQ (learned step size) quantization-aware training of the
 # digit-segmentation SegFormer MiT-B0 for OpenVINO, from its float checkpoint
-# (./_base_/lsq_w8a8.py): the first batch sets every scale to LSQ's static
-# estimate, then scales and weights are learned together. Validation reports
-# the mIoU of the quantized (``qat.mIoU``) and the float model.
+# (../../_base_/qconfigs/openvino_w8a8_lsq.py): the first batch sets every
+# scale to LSQ's static estimate, then scales and weights are learned together.
+# Validation reports the mIoU of the quantized (``qat.mIoU``) and the float
+# model.
 #   python tools/train.py configs/quantization/qat/segmentation/lsq_openvino_segformer_mit-b0_digits.py \
 #       --cfg-options model.float_checkpoint=work_dirs/seg/segformer_mit-b0_digits/epoch_5.pth
 _base_ = [
-    '../../ptq/segmentation/ptq_openvino_segformer_mit-b0_digits.py',
-    './_base_/lsq_w8a8.py'
+    '../../ptq/segmentation/_base_/segformer_mit-b0_digits.py',
+    '../../_base_/qconfigs/openvino_w8a8_lsq.py', './_base_/lsq_w8a8.py'
 ]
 
 model = dict(
-    forward_modes=('tensor', 'predict', 'loss'),
-    quantizer=dict(global_qconfig=dict(_delete_=True, **_base_.lsq_qconfig)))
+    forward_modes=('tensor', 'predict', 'loss'), quantizer=_base_.quantizer)
 max_epochs = 1
 optim_wrapper = dict(_delete_=True, **_base_.lsq_optim_wrapper)
 param_scheduler = [

@@ -21,9 +21,6 @@ model = dict(
 # cosine to zero, BN statistics frozen from epoch 5.
 max_epochs = 8
 optim_wrapper = dict(optimizer=dict(lr=2e-4))
-param_scheduler = [
-    dict(type='CosineAnnealingLR', T_max=max_epochs, by_epoch=True,
-         convert_to_iter_based=True)
-]
+param_scheduler = [dict(_base_.param_scheduler[0], T_max=max_epochs)]
 train_cfg = dict(
     max_epochs=max_epochs, val_interval=max_epochs, freeze_bn_begin=5)

@@ -7,10 +7,12 @@
 #   python tools/train.py configs/quantization/qat/yolo/lsq_openvino_rtmdet_tiny_digits.py \
 #       --cfg-options model.float_checkpoint=work_dirs/yolo/rtmdet_tiny_digits/epoch_15.pth
 _base_ = [
-    '../../ptq/yolo/ptq_openvino_rtmdet_tiny_digits.py', './_base_/lsq_openvino.py'
+    '../../ptq/yolo/_base_/rtmdet_tiny_digits.py',
+    '../../_base_/qconfigs/openvino_w8a8_lsq_minmax_asym.py',
+    './_base_/lsq_openvino.py',
 ]
 
-model = dict(quantizer=dict(global_qconfig=_base_.lsq_qconfig))
+model = dict(quantizer=_base_.quantizer)
 
 # Why lr 5e-5: AdamW moves every weight by about lr per step whatever its
 # gradient, and RTMDet-tiny's weights are small: one epoch at 3e-4 left

@@ -7,10 +7,12 @@
 #   python tools/train.py configs/quantization/qat/yolo/lsq_openvino_yolov5_n_digits.py \
 #       --cfg-options model.float_checkpoint=work_dirs/yolo/yolov5_n_digits/epoch_15.pth
 _base_ = [
-    '../../ptq/yolo/ptq_openvino_yolov5_n_digits.py', './_base_/lsq_openvino.py'
+    '../../ptq/yolo/_base_/yolov5_n_digits.py',
+    '../../_base_/qconfigs/openvino_w8a8_lsq_minmax_asym.py',
+    './_base_/lsq_openvino.py',
 ]
 
-model = dict(quantizer=dict(global_qconfig=_base_.lsq_qconfig))
+model = dict(quantizer=_base_.quantizer)
 
 # Why lr 5e-5: the min-max start is PTQ's model, so the steps only have to
 # recover its small loss; a low learning rate keeps the weights near the

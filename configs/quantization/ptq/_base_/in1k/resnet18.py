@@ -1,11 +1,9 @@
-# The backend-independent part of W8A8 PTQ of mmcls's ImageNet ResNet-18
-# (MMRazor's setting): the float model and checkpoint, calibration on 32
-# batches of training images, and a tracer that keeps ClsHead's loss and
-# predictions out of the graph. A backend's config adds its deploy config
-# and qconfig `_base_` and sets `model.deploy_cfg` and `model.quantizer`.
-_base_ = ['mmcls::resnet/resnet18_8xb32_in1k.py', '../calib32_ddp.py']
-
-float_checkpoint = 'https://download.openmmlab.com/mmclassification/v0/resnet/resnet18_8xb32_in1k_20210831-fbbb1da6.pth'  # noqa: E501
+# The backend-independent part of W8A8 PTQ of mmcls's ImageNet ResNet-18:
+# calibration on 32 batches of training images and the DDP wrapper; the model,
+# its checkpoint and tracer come from ../../../_base_/models/resnet18_in1k.py.
+# A backend's config adds its deploy config and qconfig `_base_` and sets
+# `model.deploy_cfg` and `model.quantizer`.
+_base_ = ['../../../_base_/models/resnet18_in1k.py', '../calib32_ddp.py']
 
 # Calibrate on training images (MMRazor used the validation set; we never
 # do), seen through the deterministic test pipeline (resize + centre crop).
@@ -15,21 +13,6 @@ calibrate_dataloader = dict(
     dataset=dict(_base_.train_dataloader.dataset,
                  pipeline=_base_.test_pipeline),
     sampler=dict(type='DefaultSampler', shuffle=True))
-
-model = dict(
-    _delete_=True,
-    type='mmrazor_quant.MMArchitectureQuant',
-    data_preprocessor=dict(
-        type='mmcls.ClsDataPreprocessor', **_base_.data_preprocessor),
-    architecture=_base_.model,
-    float_checkpoint=float_checkpoint,
-    quantizer=dict(
-        tracer=dict(
-            type='mmrazor_quant.CustomTracer',
-            skipped_methods=[
-                'mmcls.models.heads.ClsHead._get_loss',
-                'mmcls.models.heads.ClsHead._get_predictions'
-            ])))
 
 test_cfg = dict(
     _delete_=True,
