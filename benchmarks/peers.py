@@ -99,6 +99,10 @@ TORCH_CONTENDERS = ('torchao PT2E', )
 Infer = Callable[[np.ndarray], np.ndarray]
 #: Contenders compiled again (``--compilations``) for the ratio's range.
 RECOMPILED = ('ours', 'NNCF')
+#: NNCF's model compiled a second time and timed in the same rounds: the
+#: ratio of two compilations of one model is what the benchmark reads for
+#: two models that run alike (an A/A control for ours / NNCF)
+CONTROL = 'NNCF, compiled again'
 
 class Contender:
     """A model ready to run: ``infer(x) -> logits``, or the error that kept
@@ -475,6 +479,10 @@ def run_model(key: str, args, bn: str = 'trained'
                 continue
             print(f'[{key}] quantizing: {name}', flush=True)
             timed(contenders[name], build, args.threads)
+        if contenders['NNCF'].source is not None:
+            control = contenders[CONTROL] = Contender(CONTROL)
+            control.infer = ov_compile(contenders['NNCF'].source,
+                                       args.threads)
         for c in contenders.values():
             if c.infer is not None and test is not None:
                 c.top1 = top1(c.infer, *test)
@@ -592,6 +600,14 @@ def format_rows(title: str, contenders: List[Contender], trained: bool,
              f'{min(ours.ratios[b]):.2f}-{max(ours.ratios[b]):.2f}'
              if ours.ratios.get(b) else '') + ')' for b in batches)
         rows.append(f'| {title} | ours / NNCF | | | {ratio} |')
+    control = next((c for c in contenders if c.name == CONTROL), None)
+    if control is not None and control.latency and nncf.latency:
+        ratio = ' | '.join(
+            f'{control.latency[b] / nncf.latency[b]:.2f} '
+            '({:.2f}-{:.2f})'.format(
+                *ratio_interval(control.times[b], nncf.times[b]))
+            for b in batches)
+        rows.append(f'| {title} | A/A: {CONTROL} / NNCF | | | {ratio} |')
     return rows
 
 

@@ -52,3 +52,19 @@ def test_random_backbones_get_trained_like_batch_norms():
         folded = bn.bias - bn.running_mean * bn.weight / torch.sqrt(
             bn.running_var + bn.eps)
         assert (folded != 0).all()
+
+
+def test_the_control_row_gives_the_ratio_of_two_compilations():
+    """The A/A row: NNCF compiled again over NNCF, with its interval,
+    beside ours / NNCF."""
+    from benchmarks.peers import CONTROL, Contender, format_rows
+    rows = {}
+    for name, ms in (('ours', 1.1), ('NNCF', 1.0), (CONTROL, 1.02)):
+        c = rows[name] = Contender(name)
+        c.times = {1: [ms * 1e-3] * 11}
+        c.latency = {1: ms}
+        c.cpu = {1: 2 * ms}
+    lines = format_rows('m', list(rows.values()), False, (1, ))
+    assert lines[-2] == '| m | ours / NNCF | | | **1.10** (1.10-1.10; ' \
+        'CPU time 1.10) |'
+    assert lines[-1] == f'| m | A/A: {CONTROL} / NNCF | | | 1.02 (1.02-1.02) |'
