@@ -17,6 +17,7 @@ from mmrazor_quant.structures.opsets import (
 )
 from mmrazor_quant.utils.model_inputs import cat_inputs, num_samples
 from .qdq_fake_quantize import QDQFakeQuantize
+from .roi_align import onnx_roi_align
 from .traceable_sizes import make_size_arithmetic_traceable
 
 __all__ = [
@@ -336,7 +337,8 @@ def export_onnx(model: nn.Module,
         example_input = cat_inputs([example_input, example_input])
     with tempfile.TemporaryDirectory() as tmpdir:
         raw = osp.join(tmpdir, 'raw.onnx')
-        _torch_export(model, example_input, raw, opset, names)
+        with onnx_roi_align(model):
+            _torch_export(model, example_input, raw, opset, names)
         onnx_model = onnx.load(raw)
     check_tensor_names(onnx_model, names)
     fix_zero_point_types(onnx_model)
