@@ -58,7 +58,9 @@ __all__ = ['guard_fused_sum_inputs', 'guard_shared_quantize_inputs',
 #: Ops OpenVINO's CPU plugin fuses a following ``Add`` into (as a sum
 #: post-op), through element-wise activations and clamps.
 FUSING_PRODUCERS = ('Conv', 'ConvTranspose', 'Gemm', 'MatMul')
-_PASS_THROUGH = ('Relu', 'Max', 'Min', 'Clip', 'Identity')
+# monotone ops a guard's ``Max`` commutes with (MaxPool: an FPN's P6 that
+# pools P5 without a conv, as Faster R-CNN's)
+_PASS_THROUGH = ('Relu', 'Max', 'Min', 'Clip', 'Identity', 'MaxPool')
 
 
 def _bias_add_input(node: onnx.NodeProto, values: Dict[str, np.ndarray]):
