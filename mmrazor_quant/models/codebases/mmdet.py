@@ -9,7 +9,7 @@ from .base import BaseCodebase, overriding_methods
 from .mmdet_rewrites import mmdet_rewrites
 from .mmdet_two_stage import (
     check_two_stage,
-    roi_extractors_as_leaves,
+    float_leaves,
     two_stage_rewrites,
 )
 from .swapped_methods import swapped_methods
@@ -45,8 +45,11 @@ class MMDetCodebase(BaseCodebase):
             from mmdet.models.dense_heads.base_dense_head import BaseDenseHead
         except ImportError:
             return ()
-        return overriding_methods(BaseDenseHead,
-                                  ('loss_by_feat', 'predict_by_feat'))
+        return overriding_methods(
+            BaseDenseHead, ('loss_by_feat', 'predict_by_feat')) + (
+                # a deformable convolution called as a function
+                'mmdet.models.dense_heads.tood_head.TOODHead.deform_sampling',
+            )
 
     def check_architecture(self, model: torch.nn.Module) -> None:
         """Also refuses DETRs and the two-stage detectors other than
@@ -107,9 +110,10 @@ class MMDetCodebase(BaseCodebase):
     def tracer_rewrites(self) -> Iterator[None]:
         """Swap mmdet's sample-looping methods for traceable ones (those of
         the dense heads and single-stage detectors, and the three modes of
-        two-stage detectors, whose RoI extractors are leaves)."""
+        two-stage detectors); RoI extractors and deformable convolutions
+        are float leaves."""
         with mmdet_rewrites(), swapped_methods(two_stage_rewrites()), \
-                roi_extractors_as_leaves():
+                float_leaves():
             yield
 
 

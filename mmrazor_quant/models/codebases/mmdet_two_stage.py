@@ -26,7 +26,7 @@ from torch import Tensor
 from .mmdet_rewrites import gt_instances_of, img_metas_of
 
 __all__ = [
-    'dense_proposals', 'two_stage_rewrites', 'roi_extractors_as_leaves',
+    'dense_proposals', 'two_stage_rewrites', 'float_leaves',
     'check_two_stage'
 ]
 
@@ -259,19 +259,25 @@ def check_two_stage(model: torch.nn.Module) -> None:
 
 
 @contextlib.contextmanager
-def roi_extractors_as_leaves() -> Iterator[None]:
-    """mmdet's RoI extractors are graph leaves meanwhile: their level
-    mapping and scatter depend on the boxes, and RoIAlign stays float."""
+def float_leaves() -> Iterator[None]:
+    """mmdet's RoI extractors and mmcv's deformable convolutions are graph
+    leaves meanwhile, and stay float: an extractor's level mapping and
+    scatter depend on the boxes; the runtimes have no int8 RoIAlign or
+    deformable convolution (both export as float ops)."""
+    from mmcv.ops import DeformConv2d
     from mmdet.models.roi_heads.roi_extractors import BaseRoIExtractor
-    saved = BaseRoIExtractor.__dict__.get('is_fx_leaf')
-    BaseRoIExtractor.is_fx_leaf = True
+    saved = [(cls, cls.__dict__.get('is_fx_leaf'))
+             for cls in (BaseRoIExtractor, DeformConv2d)]
     try:
+        for cls, _ in saved:
+            cls.is_fx_leaf = True
         yield
     finally:
-        if saved is None:
-            del BaseRoIExtractor.is_fx_leaf
-        else:
-            BaseRoIExtractor.is_fx_leaf = saved
+        for cls, flag in saved:
+            if flag is None:
+                del cls.is_fx_leaf
+            else:
+                cls.is_fx_leaf = flag
 
 
 def two_stage_rewrites() -> List[Tuple[type, str, Any]]:
