@@ -24,7 +24,9 @@ class MMDetCodebase(BaseCodebase):
 
     Modes: ``tensor`` returns the dense head's per-level outputs (e.g.
     ``(cls_scores, bbox_preds)``), the graph that is exported: decoding and
-    NMS stay outside it, as in mmdeploy; ``predict`` returns
+    NMS stay outside it, as in mmdeploy (a two-stage detector's: the RPN's
+    outputs, the rois and the RoI head's outputs, see
+    :mod:`.mmdet_two_stage`); ``predict`` returns
     ``DetDataSample``s with ``pred_instances``; ``loss`` a dict of losses.
     The methods that loop over data samples are rewritten during a trace
     (:func:`mmdet_rewrites`). No input size is guessed: a detector's batch
@@ -40,7 +42,9 @@ class MMDetCodebase(BaseCodebase):
     def skipped_methods(self) -> Tuple[str, ...]:
         """The dense heads' ``loss_by_feat`` and ``predict_by_feat`` (box
         assignment, decoding and NMS, which read the data samples), on
-        ``BaseDenseHead`` and every head class that overrides them."""
+        ``BaseDenseHead`` and every head class that overrides them; and
+        TOOD's ``deform_sampling`` (mmcv's deformable convolution called as
+        a function: it stays float, as the ``DeformConv2d`` leaves do)."""
         try:
             from mmdet.models.dense_heads.base_dense_head import BaseDenseHead
         except ImportError:

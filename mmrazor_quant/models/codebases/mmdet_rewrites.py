@@ -89,6 +89,14 @@ def _detector_predict(self, batch_inputs, batch_data_samples,
     return add_predictions(batch_data_samples, results_list)
 
 
+def _detector_forward(self, batch_inputs, batch_data_samples=None):
+    # ``bbox_head(x)``, not mmdet's ``bbox_head.forward(x)``: called as a
+    # module, the head's ops get its scope in every mode, so a fake quant
+    # on one of them (VFNet's ``bbox_pred * stride``) has the same name in
+    # the tensor graph that calibrates it as in predict and loss
+    return self.bbox_head(self.extract_feat(batch_inputs))
+
+
 def _rewrites() -> List[Tuple[type, str, Any]]:
     try:
         from mmdet.models.dense_heads.base_dense_head import BaseDenseHead
@@ -97,7 +105,8 @@ def _rewrites() -> List[Tuple[type, str, Any]]:
         return []
     return [(BaseDenseHead, 'predict', _head_predict),
             (BaseDenseHead, 'loss', traceable_head_loss),
-            (SingleStageDetector, 'predict', _detector_predict)]
+            (SingleStageDetector, 'predict', _detector_predict),
+            (SingleStageDetector, '_forward', _detector_forward)]
 
 
 def mmdet_rewrites() -> ContextManager[None]:
