@@ -8,8 +8,8 @@ has no conversion for it (only its own ``org.openvinotoolkit``
 :func:`onnx_deform_conv` computes it as what it is: each kernel tap a
 bilinear sample of the input at the tap's position plus its offset
 (``GridSample``, zeros outside the image, as mmcv's sampling), then one
-grouped 1 x 1 convolution over the taps. The layer stays float, as the
-simulation runs it.
+grouped matrix product over the taps (a 1 x 1 convolution). The layer
+stays float, as the simulation runs it.
 """
 import contextlib
 import sys
@@ -73,9 +73,12 @@ def deform_conv2d_by_sampling(input: Tensor,
             taps.append(
                 F.grid_sample(grouped, grid, mode='bilinear',
                               padding_mode='zeros', align_corners=False))
-    # (N, C, K, Ho, Wo): channel-major, then the taps, as the weight is laid
-    cols = torch.stack(taps, dim=2).reshape(n, c * kh * kw, ho, wo)
-    return F.conv2d(cols, weight.reshape(out_c, -1, 1, 1), groups=groups)
+    # (N, groups, C / groups * K, Ho * Wo): channel-major, then the taps,
+    # as the weight is laid; a MatMul, not a Conv: the weight may be
+    # computed (TOOD's ones), and ONNX Conv needs a known kernel shape
+    cols = torch.stack(taps, dim=2).reshape(n, groups, -1, ho * wo)
+    out = weight.reshape(groups, out_c // groups, -1).matmul(cols)
+    return out.reshape(n, out_c, ho, wo)
 
 
 @contextlib.contextmanager

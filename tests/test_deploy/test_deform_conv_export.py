@@ -63,7 +63,7 @@ def test_deform_conv_exports_and_runs_in_both_runtimes(tmp_path):
     from mmcv.ops import deform_conv
     assert deform_conv.deform_conv2d is not deform_conv2d_by_sampling
     ops = {n.op_type for n in onnx.load(path).graph.node}
-    assert 'GridSample' in ops and not any('Deform' in op for op in ops)
+    assert 'GridSample' in ops and not any("Deform" in op for op in ops)
     with torch.no_grad():
         ref = model(x, offset).numpy()
     feeds = {'x': x.numpy(), 'offset': offset.numpy()}
