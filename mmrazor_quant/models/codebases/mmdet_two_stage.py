@@ -264,10 +264,14 @@ def float_leaves() -> Iterator[None]:
     leaves meanwhile, and stay float: an extractor's level mapping and
     scatter depend on the boxes; the runtimes have no int8 RoIAlign or
     deformable convolution (both export as float ops)."""
-    from mmcv.ops import DeformConv2d
     from mmdet.models.roi_heads.roi_extractors import BaseRoIExtractor
-    saved = [(cls, cls.__dict__.get('is_fx_leaf'))
-             for cls in (BaseRoIExtractor, DeformConv2d)]
+    classes = [BaseRoIExtractor]
+    try:
+        from mmcv.ops import DeformConv2d
+        classes.append(DeformConv2d)
+    except ImportError:  # mmcv without its ops: no deformable convolution
+        pass
+    saved = [(cls, cls.__dict__.get('is_fx_leaf')) for cls in classes]
     try:
         for cls, _ in saved:
             cls.is_fx_leaf = True
