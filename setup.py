@@ -40,7 +40,8 @@ _MMCV = 'mmcv>=2.0.0,<2.2'
 _MMCV_20 = 'mmcv>=2.0.0,<2.1'
 CODEBASE_EXTRAS = {
     'mmcls': ['mmcls>=1.0.0rc6,<1.1', _MMCV_20],
-    'mmdet': ['mmdet>=3.0.0,<3.4', _MMCV],
+    # PAA's head imports sklearn.mixture without declaring it.
+    'mmdet': ['mmdet>=3.0.0,<3.4', _MMCV, 'scikit-learn>=1.3'],
     # mmseg.utils imports ftfy and regex without declaring them.
     'mmseg': ['mmsegmentation>=1.2.0,<1.3', _MMCV, 'ftfy', 'regex'],
     'mmpose': ['mmpose>=1.3.0,<1.4', _MMCV],

@@ -29,7 +29,13 @@ families = dict(
                    hw=(64, 64), min_sqnr_db=15., why=FLOAT32_WHY),
     rtmdet=dict(config=_C + 'rtmdet/rtmdet_tiny_8xb32-300e_coco.py',
                 hw=(64, 64)),
-    paa=dict(config=_C + 'paa/paa_r50_fpn_1x_coco.py', hw=(64, 64)),
+    paa=dict(config=_C + 'paa/paa_r50_fpn_1x_coco.py', hw=(64, 64),
+             min_sqnr_db=15.,
+             why="the IoU branch's output on the 1 x 1 P7 map is two values "
+             '(one per image) of ~0.08, one rounding flip of its GroupNorm '
+             'head convs is the whole signal: OpenVINO 16.5 dB there, every '
+             'other output >= 25.3 dB in OpenVINO and >= 26.2 dB in '
+             'onnxruntime (float64 floor 29.2 dB)'),
     vfnet=dict(config=_C + 'vfnet/vfnet_r50_fpn_1x_coco.py', hw=(64, 64)),
     yolov3=dict(config=_C + 'yolo/yolov3_mobilenetv2_8xb24-320-300e_coco.py',
                 hw=(64, 64)),
@@ -38,5 +44,9 @@ families = dict(
                  hw=(64, 64)),
     detr=dict(config=_C + 'detr/detr_r18_8xb2-500e_coco.py', hw=(64, 64)),
     faster_rcnn=dict(config=_C + 'faster_rcnn/faster-rcnn_r50_fpn_1x_coco.py',
-                     hw=(64, 64)),
+                     hw=(64, 64), min_sqnr_db=25.,
+                     why='float32 summation order: the simulation agrees '
+                     'with itself in float64 to 26.8 dB (the RPN convs of '
+                     'std 0.01 on random weights, outputs ~0.1; every '
+                     'runtime output >= 25.6 dB, boxes 100 % alike)'),
 )

@@ -16,10 +16,44 @@ __all__ = ['is_detector', 'DetectionDeployHead', 'BOX_CORNER_TOL']
 def is_detector(qmodel: nn.Module) -> bool:
     """Whether ``qmodel`` wraps a dense-head detector (its export ends at
     the head's per-level outputs; parity is checked on them and on the
-    decoded boxes)."""
+    decoded boxes) or a two-stage one (:func:`is_two_stage`)."""
     architecture = getattr(qmodel, 'architecture', None)
     head = getattr(architecture, 'bbox_head', None)
-    return head is not None and hasattr(head, 'prior_generator')
+    return (head is not None and hasattr(head, 'prior_generator')
+            or is_two_stage(qmodel))
+
+
+def is_two_stage(qmodel: nn.Module) -> bool:
+    """Whether ``qmodel`` wraps a detector with an RPN and a RoI head (its
+    export ends at ``(rpn cls scores, rpn bbox preds, rois, cls_score,
+    bbox_pred)``)."""
+    architecture = getattr(qmodel, 'architecture', None)
+    return (getattr(architecture, 'rpn_head', None) is not None
+            and getattr(architecture, 'roi_head', None) is not None)
+
+
+def _decode_two_stage(architecture: nn.Module, flat: List[Tensor],
+                      metas: List[dict], rescale: bool = False):
+    """The RoI head's boxes of each image: its outputs follow the RPN's two
+    per-level groups; every image has as many rois (no NMS in the graph)."""
+    roi_head = architecture.roi_head
+    num_levels = len(architecture.rpn_head.prior_generator.strides)
+    rois, cls_score, bbox_pred = flat[2 * num_levels:]
+    per_image = [len(rois) // len(metas)] * len(metas)
+    return roi_head.bbox_head.predict_by_feat(
+        rois=rois.split(per_image), cls_scores=cls_score.split(per_image),
+        bbox_preds=bbox_pred.split(per_image), batch_img_metas=metas,
+        rcnn_test_cfg=roi_head.test_cfg, rescale=rescale)
+
+
+def _decoded(qmodel: nn.Module, flat: List[Tensor], metas: List[dict],
+             rescale: bool = False):
+    architecture = qmodel.architecture
+    if is_two_stage(qmodel):
+        return _decode_two_stage(architecture, flat, metas, rescale)
+    head = architecture.bbox_head
+    return _decode(head, flat, len(head.prior_generator.strides), metas,
+                   rescale)
 
 
 def _decode(head: nn.Module, flat: List[Tensor], num_levels: int,
@@ -52,8 +86,10 @@ def _box_agreement(sim, rt) -> float:
 
 @DEPLOY_HEADS.register_module(name='detection')
 class DetectionDeployHead(BaseDeployHead):
-    """Dense-head detectors (the ``detection`` task): every head output
-    compared, and the boxes both decode to with the detector's own head
+    """Dense-head and two-stage detectors (the ``detection`` task): every
+    head output compared (a two-stage detector's RPN outputs, its rois and
+    its RoI head's outputs), and the boxes both decode to with the
+    detector's own head
     (same label, and IoU >= 0.9 or every corner within
     :data:`BOX_CORNER_TOL` pixels: the share of the simulation's boxes the
     runtime reproduces)."""
@@ -64,30 +100,26 @@ class DetectionDeployHead(BaseDeployHead):
             raise ValueError(
                 f'{type(qmodel.architecture).__name__}: the detection '
                 'deploy head needs a dense head (bbox_head with a '
-                'prior_generator)')
+                'prior_generator) or an rpn_head and a roi_head')
 
     def summarise(self, qmodel, sim, runtime, inputs, data_samples):
-        head = qmodel.architecture.bbox_head
-        num_levels = len(head.prior_generator.strides)
         h, w = inputs.shape[-2:]
         # mmyolo's heads also read ori_shape (they decode without
         # rescaling)
         metas = [dict(img_shape=(h, w), ori_shape=(h, w),
                       scale_factor=(1., 1.))] * len(inputs)
         with torch.no_grad():
-            boxes_sim = _decode(head, sim, num_levels, metas)
-            boxes_rt = _decode(head, runtime, num_levels, metas)
+            boxes_sim = _decoded(qmodel, sim, metas)
+            boxes_rt = _decoded(qmodel, runtime, metas)
         return Agreement(_box_agreement(boxes_sim, boxes_rt), 'boxes')
 
     def predictions(self, qmodel, outputs, inputs, data_samples):
         """The boxes in the original image's coordinates, as the detector's
         ``predict`` mode writes them (``pred_instances``)."""
-        head = qmodel.architecture.bbox_head
-        num_levels = len(head.prior_generator.strides)
         with torch.no_grad():
-            results = _decode(head, outputs, num_levels,
-                              [s.metainfo for s in data_samples],
-                              rescale=True)
+            results = _decoded(qmodel, outputs,
+                               [s.metainfo for s in data_samples],
+                               rescale=True)
         for sample, result in zip(data_samples, results):
             sample.pred_instances = result
         return data_samples

@@ -187,6 +187,37 @@ def test_openvino_guard_before_relu_of_shared_conv_output():
         np.testing.assert_array_equal(got, want)
 
 
+def _pooled_level_model():
+    """c -> Q/DQ -> Conv -> y (an FPN level) and c -> MaxPool(1, stride 2)
+    -> Q/DQ -> Conv -> r (Faster R-CNN's P6, pooled from P5): the quantize
+    of the second branch reads the shared conv output through the pool."""
+    model = _extra_conv_model()
+    graph = model.graph
+    relu = next(n for n in graph.node if n.op_type == 'Relu')
+    relu.CopyFrom(helper.make_node('MaxPool', ['c'], ['u'],
+                                   kernel_shape=[1, 1], strides=[2, 2]))
+    del graph.output[-1]
+    graph.output.append(helper.make_tensor_value_info(
+        'r', TensorProto.FLOAT, [1, 4, 3, 3]))
+    return model
+
+
+def test_openvino_guard_before_maxpool_of_shared_conv_output():
+    model = _pooled_level_model()
+    # one guard before the direct quantize, one before the pool
+    assert guard_shared_quantize_inputs(model) == 2
+    onnx.checker.check_model(model, full_check=True)
+    pool = next(n for n in model.graph.node if n.op_type == 'MaxPool')
+    guard = next(n for n in model.graph.node
+                 if n.op_type == 'Max' and n.output[0] == pool.input[0])
+    assert guard.input[0] == 'c'
+    x = np.random.default_rng(1).normal(size=(1, 4, 6, 6)).astype('f4') * 4
+    level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    for got, want in zip(_run_all(model, x, level),
+                         _run_all(_pooled_level_model(), x, level)):
+        np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize('float_consumer', ['Shape', None])
 def test_openvino_no_guard_without_float_consumer(float_consumer):
     if float_consumer is None:

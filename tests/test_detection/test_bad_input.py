@@ -36,16 +36,16 @@ def test_dataset_without_boxes_is_an_error(tmp_path):
         DigitCanvasCocoDataset(data_root=root, split='val', pipeline=[])
 
 
-def test_two_stage_detector_names_the_rpn_method():
-    """mmdet's own Faster R-CNN config: its RoI head reads proposals chosen
-    by NMS, which no graph of the adapter holds; refused before tracing
-    with a TraceError naming the RPN head and its method."""
+def test_mask_rcnn_names_the_roi_head():
+    """mmdet's own Mask R-CNN config: the adapter traces Faster R-CNN-like
+    detectors (bbox-only RoI head); the mask head is refused before tracing
+    with a TraceError naming ``model.roi_head``."""
     from mmrazor_quant.analysis.zoo_check import zoo_config
     from mmrazor_quant.models.task_modules.tracer import TraceError
-    cfg = zoo_config('mmdet::faster_rcnn/faster-rcnn_r50_fpn_1x_coco.py')
+    cfg = zoo_config('mmdet::mask_rcnn/mask-rcnn_r50_fpn_1x_coco.py')
     model = quant_cfg(retinanet_cfg(), 'openvino')
-    model['architecture'] = dict(cfg.model, type='mmdet.FasterRCNN')
+    model['architecture'] = dict(cfg.model, type='mmdet.MaskRCNN')
     model.pop('data_preprocessor', None)
-    with pytest.raises(TraceError, match=r'rpn_head: RPNHead, method '
-                       r'predict_by_feat'):
+    with pytest.raises(TraceError, match=r'MaskRCNN \(model\.roi_head, '
+                       r'method forward\): its roi_head has a mask head'):
         MODELS.build(model)

@@ -59,6 +59,10 @@ __all__ = ['guard_fused_sum_inputs', 'guard_shared_quantize_inputs',
 #: post-op), through element-wise activations and clamps.
 FUSING_PRODUCERS = ('Conv', 'ConvTranspose', 'Gemm', 'MatMul')
 _PASS_THROUGH = ('Relu', 'Max', 'Min', 'Clip', 'Identity')
+#: What a shared-output guard looks through: also ``MaxPool``, monotone
+#: too (the ``Max`` commutes with it): Faster R-CNN's FPN makes P6 by
+#: pooling P5, which the RPN also reads.
+_SHARED_PASS_THROUGH = _PASS_THROUGH + ('MaxPool', )
 
 
 def _bias_add_input(node: onnx.NodeProto, values: Dict[str, np.ndarray]):
@@ -76,10 +80,11 @@ def _bias_add_input(node: onnx.NodeProto, values: Dict[str, np.ndarray]):
 
 
 def _fused_producer(name: str, producers: Dict[str, onnx.NodeProto],
-                    values: Dict[str, np.ndarray]) -> bool:
+                    values: Dict[str, np.ndarray],
+                    through: Tuple[str, ...] = _PASS_THROUGH) -> bool:
     node = producers.get(name)
     while node is not None:
-        if node.op_type in _PASS_THROUGH:
+        if node.op_type in through:
             node = producers.get(node.input[0])
             continue
         data = _bias_add_input(node, values)
@@ -148,8 +153,9 @@ def _shared_quantize_inputs(graph: onnx.GraphProto
     per-tensor ``QuantizeLinear`` on a conv/linear output that also has a
     consumer other than a ``QuantizeLinear`` or a ``Shape``: right before the
     quantize, or, where the quantize reads the output through element-wise
-    ops (``Relu``, ``Clip``: an FPN's extra conv on ``ReLU(P6)``), before the
-    first of them, on the shared tensor."""
+    ops (``Relu``, ``Clip``: an FPN's extra conv on ``ReLU(P6)``; or
+    ``MaxPool``: an FPN's P6 pooled from P5), before the first of them, on
+    the shared tensor."""
     producers = {o: n for n in graph.node for o in n.output}
     consumers: Dict[str, List[onnx.NodeProto]] = {}
     for node in graph.node:
@@ -162,7 +168,8 @@ def _shared_quantize_inputs(graph: onnx.GraphProto
         if node.op_type != 'QuantizeLinear' or node.input[0] in values \
                 or values.get(node.input[1]) is None \
                 or values[node.input[1]].size != 1 \
-                or not _fused_producer(node.input[0], producers, values):
+                or not _fused_producer(node.input[0], producers, values,
+                                       _SHARED_PASS_THROUGH):
             continue
         name, reader = node.input[0], node
         while True:
@@ -180,7 +187,8 @@ def _shared_quantize_inputs(graph: onnx.GraphProto
                 found[key] = min(low, found.get(key, low))
                 break
             producer = producers.get(name)
-            if producer is None or producer.op_type not in _PASS_THROUGH:
+            if producer is None \
+                    or producer.op_type not in _SHARED_PASS_THROUGH:
                 break
             name, reader = producer.input[0], producer
     return [(p, i, low) for (p, i), low in sorted(found.items())]

@@ -199,6 +199,15 @@ class BaseCodebase:
         dummy data samples of a check. Defaults to none."""
         return {}
 
+    def example_data_samples(self, model: nn.Module,
+                             inputs: torch.Tensor) -> Optional[List]:
+        """Data samples the tracer evaluates ``predict`` and ``loss`` with
+        while it traces ``model`` on the example batch ``inputs``, where
+        the graph branches on a shape computed from them (None, the
+        default: those values stay unknown and such a branch fails the
+        trace)."""
+        return None
+
     def dummy_data_samples(self, inputs: torch.Tensor,
                            tensor_outputs) -> List:
         """Data samples with valid targets for a training step on

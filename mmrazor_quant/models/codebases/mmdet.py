@@ -1,22 +1,32 @@
 """The adapter of mmdet detectors."""
-from typing import Any, ContextManager, List, Tuple
+import contextlib
+from typing import Any, Iterator, List, Optional, Tuple
 
 import torch
 
 from mmrazor_quant.registry import CODEBASES
 from .base import BaseCodebase, overriding_methods
 from .mmdet_rewrites import mmdet_rewrites
+from .mmdet_two_stage import (
+    check_two_stage,
+    float_leaves,
+    two_stage_rewrites,
+)
+from .swapped_methods import swapped_methods
 
 __all__ = ['MMDetCodebase']
 
 
 @CODEBASES.register_module()
 class MMDetCodebase(BaseCodebase):
-    """mmdet single-stage detectors (RetinaNet, YOLOX, ...).
+    """mmdet single-stage detectors (RetinaNet, YOLOX, ...) and two-stage
+    ones with an RPN and a bbox-only RoI head (Faster R-CNN).
 
     Modes: ``tensor`` returns the dense head's per-level outputs (e.g.
     ``(cls_scores, bbox_preds)``), the graph that is exported: decoding and
-    NMS stay outside it, as in mmdeploy; ``predict`` returns
+    NMS stay outside it, as in mmdeploy (a two-stage detector's: the RPN's
+    outputs, the rois and the RoI head's outputs, see
+    :mod:`.mmdet_two_stage`); ``predict`` returns
     ``DetDataSample``s with ``pred_instances``; ``loss`` a dict of losses.
     The methods that loop over data samples are rewritten during a trace
     (:func:`mmdet_rewrites`). No input size is guessed: a detector's batch
@@ -32,27 +42,31 @@ class MMDetCodebase(BaseCodebase):
     def skipped_methods(self) -> Tuple[str, ...]:
         """The dense heads' ``loss_by_feat`` and ``predict_by_feat`` (box
         assignment, decoding and NMS, which read the data samples), on
-        ``BaseDenseHead`` and every head class that overrides them."""
+        ``BaseDenseHead`` and every head class that overrides them; and
+        TOOD's ``deform_sampling`` (mmcv's deformable convolution called as
+        a function: it stays float, as the ``DeformConv2d`` leaves do)."""
         try:
             from mmdet.models.dense_heads.base_dense_head import BaseDenseHead
         except ImportError:
             return ()
-        return overriding_methods(BaseDenseHead,
-                                  ('loss_by_feat', 'predict_by_feat'))
+        return overriding_methods(
+            BaseDenseHead, ('loss_by_feat', 'predict_by_feat')) + (
+                # a deformable convolution called as a function
+                'mmdet.models.dense_heads.tood_head.TOODHead.deform_sampling',
+            )
 
     def check_architecture(self, model: torch.nn.Module) -> None:
-        """Also refuses two-stage detectors (Faster R-CNN, ...) and DETRs.
+        """Also refuses DETRs and the two-stage detectors other than
+        Faster R-CNN-like ones (:func:`check_two_stage`).
 
         Raises:
-            TraceError: For a ``TwoStageDetector``: its RoI head reads the
-                proposals that ``rpn_head.predict_by_feat`` selects by NMS,
-                so no graph of this adapter goes from the image to the RoI
-                head's outputs (mmdeploy exports them with its own NMS and
-                RoIAlign operators). For a ``DetectionTransformer`` (DETR,
-                DINO, ...): its ``pre_transformer`` asserts data samples and
-                builds the padding masks in a loop over them, also in tensor
-                mode, and its head (no dense head) loops over the samples in
-                ``loss`` and ``predict``; this adapter has no rewrite of them.
+            TraceError: For a ``DetectionTransformer`` (DETR, DINO, ...):
+                its ``pre_transformer`` asserts data samples and builds the
+                padding masks in a loop over them, also in tensor mode, and
+                its head (no dense head) loops over the samples in ``loss``
+                and ``predict``; this adapter has no rewrite of them. For a
+                ``TwoStageDetector`` with a mask, shared or cascade RoI
+                head, or without an RPN.
         """
         super().check_architecture(model)
         from mmdet.models.detectors.base_detr import DetectionTransformer
@@ -65,14 +79,19 @@ class MMDetCodebase(BaseCodebase):
                 f'{type(model.bbox_head).__name__}): the padding masks are '
                 'built from the data samples in a per-image loop, which '
                 'tensor mode (the exported graph) needs too; the mmdet '
-                'adapter traces dense-head detectors only')
+                'adapter traces dense-head and two-stage detectors only')
         if isinstance(model, TwoStageDetector):
-            raise TraceError(
-                f'{type(model).__name__} (rpn_head: '
-                f'{type(model.rpn_head).__name__}, method predict_by_feat): '
-                'the RoI head runs on the proposals the RPN selects by NMS '
-                'per image; the mmdet adapter traces single-stage detectors '
-                'only (their graphs end at the dense head\'s outputs)')
+            check_two_stage(model)
+
+    def example_data_samples(self, model: torch.nn.Module,
+                             inputs: torch.Tensor) -> Optional[List]:
+        """The dummy samples for a two-stage detector: its bbox head runs
+        on RoIs selected from them (``predict``, ``loss``) and branches on
+        their features' ``dim()``."""
+        from mmdet.models.detectors.two_stage import TwoStageDetector
+        if isinstance(model, TwoStageDetector):
+            return self.dummy_data_samples(inputs, None)
+        return None
 
     def dummy_data_samples(self, inputs: torch.Tensor,
                            tensor_outputs: Any) -> List:
@@ -91,9 +110,15 @@ class MMDetCodebase(BaseCodebase):
             samples.append(sample)
         return samples
 
-    def tracer_rewrites(self) -> ContextManager[None]:
-        """Swap mmdet's sample-looping methods for traceable ones."""
-        return mmdet_rewrites()
+    @contextlib.contextmanager
+    def tracer_rewrites(self) -> Iterator[None]:
+        """Swap mmdet's sample-looping methods for traceable ones (those of
+        the dense heads and single-stage detectors, and the three modes of
+        two-stage detectors); RoI extractors and deformable convolutions
+        are float leaves."""
+        with mmdet_rewrites(), swapped_methods(two_stage_rewrites()), \
+                float_leaves():
+            yield
 
 
 def image_metainfo(h: int, w: int) -> dict:

@@ -89,15 +89,79 @@ def _detector_predict(self, batch_inputs, batch_data_samples,
     return add_predictions(batch_data_samples, results_list)
 
 
+def _detector_forward(self, batch_inputs, batch_data_samples=None):
+    # ``bbox_head(x)``, not mmdet's ``bbox_head.forward(x)``: called as a
+    # module, the head's ops get its scope in every mode, so a fake quant
+    # on one of them (VFNet's ``bbox_pred * stride``) has the same name in
+    # the tensor graph that calibrates it as in predict and loss
+    return self.bbox_head(self.extract_feat(batch_inputs))
+
+
+def _tood_level_outputs(head, x, idx: int, scale, stride):
+    """One level of ``TOODHead.forward``: ``(cls_score, bbox_pred)``."""
+    import torch
+    import torch.nn.functional as F
+    from mmdet.models.dense_heads.tood_head import sigmoid_geometric_mean
+    from mmdet.structures.bbox import distance2bbox
+    b, _, h, w = x.shape
+    # the level's anchors once per image, by ``repeat``: mmdet concatenates
+    # ``b`` copies in a Python loop, which would fix the traced batch size
+    anchor = head.prior_generator.single_level_grid_priors(
+        (h, w), idx, device=x.device).repeat(b, 1)
+    inter_feats = []
+    for inter_conv in head.inter_convs:
+        x = inter_conv(x)
+        inter_feats.append(x)
+    feat = torch.cat(inter_feats, 1)
+    avg_feat = F.adaptive_avg_pool2d(feat, (1, 1))
+    cls_feat = head.cls_decomp(feat, avg_feat)
+    reg_feat = head.reg_decomp(feat, avg_feat)
+    cls_score = sigmoid_geometric_mean(head.tood_cls(cls_feat),
+                                       head.cls_prob_module(feat))
+    if head.anchor_type == 'anchor_free':
+        dist = scale(head.tood_reg(reg_feat).exp()).float()
+        dist = dist.permute(0, 2, 3, 1).reshape(-1, 4)
+        boxes = distance2bbox(head.anchor_center(anchor) / stride[0], dist)
+    else:
+        dist = scale(head.tood_reg(reg_feat)).float()
+        dist = dist.permute(0, 2, 3, 1).reshape(-1, 4)
+        boxes = head.bbox_coder.decode(anchor, dist) / stride[0]
+    reg_bbox = boxes.reshape(b, h, w, 4).permute(0, 3, 1, 2)
+    bbox_pred = head.deform_sampling(reg_bbox.contiguous(),
+                                     head.reg_offset_module(feat).contiguous())
+    # a sampled box with its corners swapped falls back to the unsampled
+    # one (mmdet: it would make the GIoU loss negative)
+    invalid = (bbox_pred[:, [0]] > bbox_pred[:, [2]]) | \
+        (bbox_pred[:, [1]] > bbox_pred[:, [3]])
+    bbox_pred = torch.where(invalid.expand_as(bbox_pred), reg_bbox, bbox_pred)
+    return cls_score, bbox_pred
+
+
+def _tood_forward(self, feats):
+    """``TOODHead.forward`` with the batch size left symbolic."""
+    outs = [
+        _tood_level_outputs(self, x, idx, scale, stride)
+        for idx, (x, scale, stride) in enumerate(
+            zip(feats, self.scales, self.prior_generator.strides))
+    ]
+    return (tuple(o[0] for o in outs), tuple(o[1] for o in outs))
+
+
 def _rewrites() -> List[Tuple[type, str, Any]]:
     try:
         from mmdet.models.dense_heads.base_dense_head import BaseDenseHead
         from mmdet.models.detectors.single_stage import SingleStageDetector
     except ImportError:  # no mmdet: nothing to rewrite
         return []
+    try:
+        from mmdet.models.dense_heads.tood_head import TOODHead
+        tood = [(TOODHead, 'forward', _tood_forward)]
+    except ImportError:  # mmcv without its ops (deform_conv2d)
+        tood = []
     return [(BaseDenseHead, 'predict', _head_predict),
             (BaseDenseHead, 'loss', traceable_head_loss),
-            (SingleStageDetector, 'predict', _detector_predict)]
+            (SingleStageDetector, 'predict', _detector_predict),
+            (SingleStageDetector, '_forward', _detector_forward)] + tood
 
 
 def mmdet_rewrites() -> ContextManager[None]:

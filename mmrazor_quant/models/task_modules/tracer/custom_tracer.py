@@ -230,8 +230,10 @@ class CustomTracer(Tracer):
                           (proxy, convert, answer, site), {})
         return answer
 
-    def _example_inputs(self, root: Union[nn.Module, Callable[..., Any]]
-                        ) -> Dict[str, Any]:
+    def _example_inputs(
+            self, root: Union[nn.Module, Callable[..., Any]],
+            concrete_args: Optional[Dict[str, Any]] = None,
+            codebases: Sequence[BaseCodebase] = ()) -> Dict[str, Any]:
         forward = root.forward if isinstance(root, nn.Module) else root
         params = list(inspect.signature(forward).parameters.values())
         device = next((p.device for p in root.parameters()), None) \
@@ -243,12 +245,23 @@ class CustomTracer(Tracer):
                     EXAMPLE_BATCH_SIZE, *self.input_shape, device=device)
             elif param.default is not inspect.Parameter.empty:
                 values[param.name] = param.default
+        mode = (concrete_args or {}).get('mode', 'tensor')
+        if (mode != 'tensor' and codebases and params
+                and values.get('data_samples', 0) is None):
+            # the adapter's samples, where its graphs branch on shapes
+            # computed from them (codebase ``example_data_samples``)
+            samples = codebases[0].example_data_samples(
+                root, values[params[0].name])
+            if samples is not None:
+                values['data_samples'] = samples
         return values
 
     @contextlib.contextmanager
     def _tracking_examples(
             self,
-            root: Union[nn.Module, Callable[..., Any]]) -> Iterator[None]:
+            root: Union[nn.Module, Callable[..., Any]],
+            concrete_args: Optional[Dict[str, Any]] = None,
+            codebases: Sequence[BaseCodebase] = ()) -> Iterator[None]:
         """Evaluate nodes on an example batch for the trace of ``root``."""
         if self.input_shape is None:
             yield
@@ -259,7 +272,8 @@ class CustomTracer(Tracer):
         with contextlib.ExitStack() as stack:
             # fork_rng inside: the example batch must not move the RNG.
             stack.enter_context(preserved_state(module))
-            self._placeholders = self._example_inputs(root)
+            self._placeholders = self._example_inputs(root, concrete_args,
+                                                      codebases)
             stack.enter_context(patched_factories(self))
             stack.enter_context(shadowed_builtins(self, module))
             try:
@@ -387,7 +401,8 @@ class CustomTracer(Tracer):
                 # Skips apply inside the rewrites, so a skip of a rewritten
                 # method wins.
                 stack.enter_context(self._skipping_methods(codebases))
-                stack.enter_context(self._tracking_examples(root))
+                stack.enter_context(
+                    self._tracking_examples(root, concrete_args, codebases))
                 return super().trace(root, concrete_args)
         except TraceError:
             raise
