@@ -314,7 +314,8 @@ def parse_args(argv=None):
     parser.add_argument('--runtimes', nargs='+',
                         default=['onnxruntime', 'openvino'],
                         choices=['onnxruntime', 'openvino'])
-    parser.add_argument('--words', type=int, default=400)
+    parser.add_argument('--words', type=int, default=2000,
+                        help='evaluation words (one is 0.05 points)')
     parser.add_argument('--calib', type=int, default=64,
                         help='calibration words')
     parser.add_argument('--pages', type=int, default=16)
