@@ -11,21 +11,13 @@ from mmrazor_quant.deploy.ncnn import ncnn_deploy_model
 from mmrazor_quant.deploy.ncnn.runtime import load_net
 from mmrazor_quant.deploy.ncnn.swish import (
     NCNNSwish,
+    cpu_vendor,
     ncnn_swish,
     ncnn_x86_path,
 )
 
 #: Row lengths: every remainder modulo 16, and whole 16/8/4 chunks alone.
 LENGTHS = list(range(1, 41)) + [47, 100, 400, 1600, 6400]
-
-
-def _cpu_vendor() -> str:
-    try:
-        with open('/proc/cpuinfo') as f:
-            line = next(ln for ln in f if ln.startswith('vendor_id'))
-    except (OSError, StopIteration):
-        return ''
-    return line.split(':', 1)[1].strip()
 
 
 def _swish_net(tmp_path):
@@ -61,7 +53,7 @@ def test_swish_bit_for_bit_with_ncnn(tmp_path):
     path = ncnn_x86_path()
     if path is None:
         pytest.skip('ncnn_swish emulates ncnn on x86-64 only')
-    if _cpu_vendor() != 'GenuineIntel':
+    if cpu_vendor() != 'GenuineIntel':
         pytest.skip('the reciprocal estimates are Intel\'s (rcpps differs '
                     'on other vendors)')
     net = _swish_net(tmp_path)

@@ -53,8 +53,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-__all__ = ['ncnn_x86_path', 'ncnn_exp', 'ncnn_swish', 'NCNNSwish',
-           'X86_PATHS']
+__all__ = ['ncnn_x86_path', 'cpu_vendor', 'ncnn_exp', 'ncnn_swish',
+           'NCNNSwish', 'X86_PATHS']
 
 #: ncnn's x86 builds of a layer, widest first: (name, chunk sizes, FMA).
 X86_PATHS = {
@@ -104,6 +104,22 @@ _RCP14_S = (
 )
 
 
+def _cpuinfo_field(name: str) -> Optional[str]:
+    """The first ``name`` line of ``/proc/cpuinfo``; None without one."""
+    try:
+        with open('/proc/cpuinfo') as f:
+            line = next(ln for ln in f if ln.startswith(name))
+    except (OSError, StopIteration):
+        return None
+    return line.split(':', 1)[1].strip()
+
+
+def cpu_vendor() -> str:
+    """The CPU's vendor id (``GenuineIntel``, ``AuthenticAMD``; empty where
+    unknown): the reciprocal estimates above are Intel's."""
+    return _cpuinfo_field('vendor_id') or ''
+
+
 @functools.lru_cache(maxsize=1)
 def ncnn_x86_path() -> Optional[str]:
     """The build of its x86 layers ncnn runs on this CPU (a key of
@@ -112,12 +128,10 @@ def ncnn_x86_path() -> Optional[str]:
     its registers); None off x86-64 Linux."""
     if platform.machine().lower() not in ('x86_64', 'amd64'):
         return None
-    try:
-        with open('/proc/cpuinfo') as f:
-            line = next(ln for ln in f if ln.startswith('flags'))
-    except (OSError, StopIteration):
+    line = _cpuinfo_field('flags')
+    if line is None:
         return None
-    flags = set(line.split(':', 1)[1].split())
+    flags = set(line.split())
     if {'avx512f', 'avx512cd', 'avx512bw', 'avx512dq',
             'avx512vl'} <= flags:
         return 'avx512'
