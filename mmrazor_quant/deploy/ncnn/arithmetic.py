@@ -29,6 +29,7 @@ from torch import Tensor, fx, nn
 
 from ..qdq_fake_quantize import QDQFakeQuantize
 from ..weight_quantized_layer import WeightQuantizedLayer
+from .swish import NCNNSwish
 
 __all__ = [
     'INT8_RANGE', 'ncnn_multiplier', 'float2int8', 'NCNNInt8Layer',
@@ -140,8 +141,10 @@ def ncnn_deploy_model(model: fx.GraphModule) -> fx.GraphModule:
     """A copy of the deploy model ``model`` computing as ncnn does: each
     conv or linear with a quantized input becomes an :class:`NCNNInt8Layer`
     that reads the float tensor and quantizes it itself; the fake quants
-    only those layers read are dropped. Every other op is unchanged (ncnn
-    runs it in float32)."""
+    only those layers read are dropped; each SiLU becomes an
+    :class:`~.swish.NCNNSwish` (ncnn's ``Swish`` kernel of this CPU, on
+    unpacked blobs). Every other op is unchanged (ncnn runs it in
+    float32)."""
     model = copy.deepcopy(model)
     modules = dict(model.named_modules())
     for node, (src, fake_quant) in int8_layer_inputs(model).items():
@@ -152,9 +155,27 @@ def ncnn_deploy_model(model: fx.GraphModule) -> fx.GraphModule:
         if node.op == 'call_module' and not node.users and isinstance(
                 modules.get(node.target), QDQFakeQuantize):
             model.graph.erase_node(node)
+    _swap_silu(model, modules)
     model.graph.lint()
     model.recompile()
     return model.eval()
+
+
+def _swap_silu(model: fx.GraphModule, modules: Dict[str, nn.Module]
+               ) -> None:
+    """Put :class:`~.swish.NCNNSwish` in place of every SiLU module and
+    ``F.silu`` call of ``model``."""
+    for node in list(model.graph.nodes):
+        if node.op == 'call_module' and isinstance(
+                modules.get(node.target), nn.SiLU):
+            _replace_module(model, node.target, NCNNSwish())
+        elif node.op == 'call_function' and node.target is F.silu:
+            name = f'ncnn_swish_{node.name}'
+            model.add_module(name, NCNNSwish())
+            with model.graph.inserting_after(node):
+                swish = model.graph.call_module(name, (node.args[0], ))
+            node.replace_all_uses_with(swish)
+            model.graph.erase_node(node)
 
 
 def _replace_module(root: nn.Module, target: str, module: nn.Module) -> None:

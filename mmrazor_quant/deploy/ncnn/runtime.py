@@ -117,12 +117,13 @@ class NCNNRuntime(BaseRuntime):
     half away from zero; sum the int8 products exactly in int32; and
     requantize in float: ``float32(acc) * descale + bias`` with
     ``descale = 1 / (s_in * s_w)`` in float32. Every other layer computes in
-    float32. Its int8 kernels multiply s8 by s8, widened to int16 first: no
-    pair of products saturates.
+    float32; its ``Swish`` (SiLU) with its own exponential and a fast
+    division (:mod:`~.swish`). Its int8 kernels multiply s8 by s8, widened
+    to int16 first: no pair of products saturates.
 
     The simulation is :func:`~.arithmetic.ncnn_deploy_model` of the deploy
     model: each int8 layer replaced by an :class:`~.arithmetic.NCNNInt8Layer`
-    computing the above.
+    computing the above, each SiLU by a :class:`~.swish.NCNNSwish`.
     """
     name = 'ncnn'
     quantizes_by = 'multiplication'
