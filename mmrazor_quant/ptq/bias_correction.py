@@ -296,6 +296,8 @@ def _correct_in_one_pass(gm: fx.GraphModule, names: Sequence[str],
                 runner.env[node] = out.relu_() if type(module)._with_relu \
                     else out
                 _free(runner, node, last_use)
+            if done == len(names):
+                break  # what follows the last layer changes no correction
             continue
         if node.op == 'output':
             break
