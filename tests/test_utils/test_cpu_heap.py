@@ -5,6 +5,7 @@ Resident memory depends on what the process allocated before (free holes
 left in the heap by earlier tests are reused and then kept), so the
 scenarios run in a fresh interpreter."""
 import json
+import os
 import subprocess
 import sys
 
@@ -44,21 +45,37 @@ with reuse_freed_memory():
         touch_and_free()
     out['held'] = resident() - before
 out['after'] = resident() - before
-os.environ[SWITCH] = '0'
-before = resident()
-with reuse_freed_memory():
-    touch_and_free()
-    out['switched_off'] = resident() - before
 print(json.dumps(out))
 '''
+SWITCHED_OFF = f'''
+import json, os
+import torch
+from mmrazor_quant.utils.cpu_heap import reuse_freed_memory
+
+def resident():
+    with open('/proc/self/statm') as f:
+        pages = int(f.read().split()[1])
+    return pages * os.sysconf('SC_PAGE_SIZE') / 2**20
+
+before = resident()
+with reuse_freed_memory():
+    block = torch.ones({BLOCK_MIB} * 2**18)
+    del block
+    print(json.dumps(dict(switched_off=resident() - before)))
+'''
+
+
+def _run(script: str, **env) -> dict:
+    result = subprocess.run([sys.executable, '-c', script],
+                            capture_output=True, text=True, check=True,
+                            env={**os.environ, **env})
+    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 @pytest.fixture(scope='module')
 def grown():
     """Resident MiB above the start of each step (see ``SCENARIOS``)."""
-    result = subprocess.run([sys.executable, '-c', SCENARIOS],
-                            capture_output=True, text=True, check=True)
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return _run(SCENARIOS)
 
 
 def test_outside_a_freed_block_leaves_at_once(grown):
@@ -75,5 +92,6 @@ def test_inside_kept_and_reused_then_returned(grown):
     assert grown['after'] < 32
 
 
-def test_the_environment_switch_turns_it_off(grown):
+def test_the_environment_switch_turns_it_off():
+    grown = _run(SWITCHED_OFF, **{cpu_heap.SWITCH: '0'})
     assert grown['switched_off'] < 32
