@@ -18,10 +18,10 @@ pytestmark = pytest.mark.skipif(
     reason='glibc malloc only')
 
 BLOCK_MIB = 256
-SCENARIOS = f'''
+PRELUDE = f'''
 import json, os
 import torch
-from mmrazor_quant.utils.cpu_heap import SWITCH, reuse_freed_memory
+from mmrazor_quant.utils.cpu_heap import reuse_freed_memory
 
 def resident():
     with open('/proc/self/statm') as f:
@@ -31,8 +31,9 @@ def resident():
 def touch_and_free():
     block = torch.ones({BLOCK_MIB} * 2**18)  # every page written
     del block
-
-out = {{}}
+'''
+SCENARIOS = PRELUDE + '''
+out = {}
 before = resident()
 touch_and_free()
 out['outside'] = resident() - before
@@ -47,20 +48,10 @@ with reuse_freed_memory():
 out['after'] = resident() - before
 print(json.dumps(out))
 '''
-SWITCHED_OFF = f'''
-import json, os
-import torch
-from mmrazor_quant.utils.cpu_heap import reuse_freed_memory
-
-def resident():
-    with open('/proc/self/statm') as f:
-        pages = int(f.read().split()[1])
-    return pages * os.sysconf('SC_PAGE_SIZE') / 2**20
-
+SWITCHED_OFF = PRELUDE + '''
 before = resident()
 with reuse_freed_memory():
-    block = torch.ones({BLOCK_MIB} * 2**18)
-    del block
+    touch_and_free()
     print(json.dumps(dict(switched_off=resident() - before)))
 '''
 
