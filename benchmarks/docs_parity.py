@@ -5,7 +5,8 @@ Each row names its page, its table row, the figure the page documents
 (output SQNR in dB, the lowest over the outputs), and the command behind it:
 a ``pytest -s`` run of the test that prints the report (the parity matrix of
 ``docs/deploy.md``), or the ``tools/ptq.py`` / ``tools/train.py`` /
-``tools/export.py`` lines the page shows. Each command's output goes to
+``tools/export.py`` lines the page shows, or the task demo with
+``--export`` (its table's parity column). Each command's output goes to
 ``<out>/logs/<group>.log``; the figures are read from the parity reports it
 prints (``parity with the simulation (<runtime>, N samples): ...``), in order.
 
@@ -17,9 +18,12 @@ Needs (as the pages say): the demo's fp32 checkpoints
 those groups; the trained YOLOv5-n
 ``work_dirs/yolo/yolov5_n_digits/epoch_15.pth`` (``python tools/train.py
 configs/yolo/yolov5_n_digits.py --work-dir work_dirs/yolo/yolov5_n_digits``)
-for ``ncnn-yolo``; the task demos' checkpoints (``python tools/demo.py
---task seg``) for ``seg-export``. A group whose inputs are missing is
-reported as skipped with the file it needs.
+for ``ncnn-yolo``; the task demos' fp32 checkpoints
+(``work_dirs/fp32/<model>/float.pth`` of ``python tools/demo.py --task
+{yolo,pose,seg}``) for the ``*-demo`` groups, which rerun the demo with
+``--reuse-fp32 --export``, and its PTQ checkpoints for ``seg-export``. A
+group whose inputs are missing is reported as skipped with the file it
+needs.
 
 The figures are deterministic for given checkpoints on one CPU kind (VNNI or
 not: ``mmrazor_quant.deploy.int8_pairs_saturate()``); figures on the demo's
@@ -127,6 +131,14 @@ GROUPS: Dict[str, tuple] = {
                     'epoch_15.pth']],
                   ['work_dirs/yolo/yolov5_n_digits/epoch_15.pth']),
 }
+#: task -> fp32 config stems of its demo (``configs/demo/<task>.py``)
+DEMO_TASKS = {'yolo': ('yolov5_n_digits', 'rtmdet_tiny_digits'),
+              'pose': ('rtmpose_t_digits', 'simplebaseline_r18_digits'),
+              'seg': ('fastscnn_digits', 'segformer_mit-b0_digits')}
+for _task, _stems in DEMO_TASKS.items():
+    GROUPS[f'{_task}-demo'] = (
+        [[PY, 'tools/demo.py', '--task', _task, '--reuse-fp32', '--export']],
+        [f'work_dirs/fp32/{stem}/float.pth' for stem in _stems])
 for _backend in ('litert', 'rknn', 'ncnn'):
     GROUPS[f'{_backend}-ptq-resnet18'] = (
         [ptq(PTQ + f'ptq_{_backend}_resnet18_mnist.py', _backend)],
@@ -209,10 +221,48 @@ ROWS: List[Row] = [
             ('SegFormer-B0', 'PTQ OpenVINO, onnxruntime', 41.3),
             ('SegFormer-B0', 'PTQ TensorRT, tensorrt', 49.5)))]
 
+
+
+def _demo_rows(page: str, group: str, rows: Sequence[tuple]) -> List[Row]:
+    """A demo table's parity cells: its own runtime, then the other."""
+    out = []
+    for i, (model, method, own, other) in enumerate(rows):
+        out += [Row(page, f'{model} {method}, its runtime', own, group,
+                    2 * i),
+                Row(page, f'{model} {method}, the other runtime', other,
+                    group, 2 * i + 1)]
+    return out
+
+
+ROWS += _demo_rows('docs/detection.md', 'yolo-demo', (
+    ('YOLOv5-n', 'PTQ openvino', 42.9, 42.2),
+    ('YOLOv5-n', 'PTQ tensorrt', 40.7, 32.2),
+    ('YOLOv5-n', 'LSQ openvino', 43.1, 41.4),
+    ('RTMDet-tiny', 'PTQ openvino', 37.3, 33.9),
+    ('RTMDet-tiny', 'PTQ tensorrt', 35.2, 26.6),
+    ('RTMDet-tiny', 'LSQ openvino', 39.9, 34.3)))
+ROWS += _demo_rows('docs/pose.md', 'pose-demo', (
+    ('RTMPose-t', 'PTQ openvino', 39.6, 38.7),
+    ('RTMPose-t', 'PTQ tensorrt', 38.1, 31.5),
+    ('RTMPose-t', 'LSQ openvino', 40.3, 39.9),
+    ('SimpleBaseline-R18', 'PTQ openvino', 59.6, 46.7),
+    ('SimpleBaseline-R18', 'PTQ tensorrt', 59.1, 50.5),
+    ('SimpleBaseline-R18', 'LSQ openvino', 52.6, 36.3)))
+ROWS += _demo_rows('docs/segmentation.md', 'seg-demo', (
+    ('Fast-SCNN', 'PTQ openvino', 37.7, 33.4),
+    ('Fast-SCNN', 'PTQ tensorrt', 44.2, 34.1),
+    ('Fast-SCNN', 'LSQ openvino', 40.2, 24.9),
+    ('SegFormer-B0', 'PTQ openvino', 46.0, 41.4),
+    ('SegFormer-B0', 'PTQ tensorrt', 49.9, 45.4),
+    ('SegFormer-B0', 'LSQ openvino', 40.0, 30.3)))
+
 REPORT = re.compile(r'parity with the simulation \(')
 SQNR = re.compile(r'output SQNR\s*: (inf|[-\d.]+) dB')
 AGREE = re.compile(r'agreement\s*: ([\d.]+) %')
 NODE = re.compile(r'^(tests/\S+::\S+) ', re.M)
+#: a demo table's parity cell: ``openvino 42.9 (onnxruntime 42.2) |``
+DEMO_CELL = re.compile(r'\| \w+ (inf|[-\d.]+) \(\w+ (inf|[-\d.]+)\) \|$',
+                       re.M)
 
 
 class Figure(NamedTuple):
@@ -237,6 +287,13 @@ def parse_tests(text: str) -> Dict[str, List[Figure]]:
     return {m.group(1): parse_reports(
         text[m.end():marks[i + 1].start() if i + 1 < len(marks) else None])
         for i, m in enumerate(marks)}
+
+
+def parse_demo(text: str) -> List[Figure]:
+    """The parity cells of the last table a demo printed, in order."""
+    tables = text.split('| model | method |')
+    return [Figure(float(v), None) for m in DEMO_CELL.finditer(tables[-1])
+            for v in m.groups()]
 
 
 def run_group(name: str, out: str, timeout: int) -> str:
@@ -284,6 +341,8 @@ def measured(row: Row, outputs: Dict[str, str]) -> Optional[Figure]:
     if row.group == 'tests':
         test, index = row.index
         figures = parse_tests(text).get(TESTS[test], [])
+    elif row.group.endswith('-demo'):
+        figures, index = parse_demo(text), row.index
     else:
         figures, index = parse_reports(text), row.index
     return figures[index] if index < len(figures) else None
@@ -322,7 +381,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument('--list', action='store_true',
                         help='print each group\'s commands and exit')
     args = parser.parse_args(argv)
-    groups = args.only or list(GROUPS)
+    # the demos first: seg-export reads the checkpoints seg-demo writes
+    groups = sorted(args.only or list(GROUPS),
+                    key=lambda name: not name.endswith('-demo'))
     if args.list:
         for name in groups:
             for cmd in GROUPS[name][0]:
