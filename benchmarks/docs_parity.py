@@ -32,6 +32,8 @@ checkpoints move with the fp32 training that made them.
 Usage:
     OMP_NUM_THREADS=1 python benchmarks/docs_parity.py [--only GROUP ...]
         [--out work_dirs/docs_parity] [--timeout 600] [--list]
+
+``--only litert`` runs every LiteRT group (a prefix up to a ``-``).
 """
 import argparse
 import math
@@ -372,8 +374,10 @@ def format_table(rows: Sequence[Row], outputs: Dict[str, str]) -> str:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--only', nargs='+', choices=sorted(GROUPS),
-                        help='run these groups only')
+    parser.add_argument('--only', nargs='+', metavar='GROUP',
+                        help='run these groups only; a prefix (litert, '
+                        'rknn, ncnn) names every group it starts: '
+                        + ', '.join(GROUPS))
     parser.add_argument('--out', default=osp.join(REPO, 'work_dirs',
                                                    'docs_parity'))
     parser.add_argument('--timeout', type=int, default=600,
@@ -381,9 +385,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument('--list', action='store_true',
                         help='print each group\'s commands and exit')
     args = parser.parse_args(argv)
+    groups = list(GROUPS)
+    if args.only:
+        unknown = [g for g in args.only
+                   if not any(n.startswith(g) for n in GROUPS)]
+        if unknown:
+            parser.error(f'--only: no group {unknown}; groups: '
+                         + ', '.join(GROUPS))
+        groups = [n for n in GROUPS
+                  if any(n == g or n.startswith(g + '-') for g in args.only)]
     # the demos first: seg-export reads the checkpoints seg-demo writes
-    groups = sorted(args.only or list(GROUPS),
-                    key=lambda name: not name.endswith('-demo'))
+    groups.sort(key=lambda name: not name.endswith('-demo'))
     if args.list:
         for name in groups:
             for cmd in GROUPS[name][0]:
