@@ -27,7 +27,9 @@ needs.
 
 The figures are deterministic for given checkpoints on one CPU kind (VNNI or
 not: ``mmrazor_quant.deploy.int8_pairs_saturate()``); figures on the demo's
-checkpoints move with the fp32 training that made them.
+checkpoints move with the fp32 training that made them, and the LSQ groups'
+with the thread count of their training epoch (the pages say which: ncnn's
+on two threads, the others with ``OMP_NUM_THREADS=1``).
 
 Usage:
     OMP_NUM_THREADS=1 python benchmarks/docs_parity.py [--only GROUP ...]
