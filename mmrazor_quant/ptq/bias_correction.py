@@ -29,10 +29,10 @@ from mmrazor_quant.models.fake_quants import (
 )
 from mmrazor_quant.models.utils import tensor_graph_module
 from mmrazor_quant.registry import TASK_UTILS
-from mmrazor_quant.utils.model_inputs import Inputs, split_inputs
+from mmrazor_quant.utils.model_inputs import Inputs, cat_inputs, split_inputs
 from mmrazor_quant.utils.model_inputs import num_samples as count_samples
 from .graph_utils import weighted_nodes
-from .reconstruction import sample_inputs
+from .reconstruction import sample_indices, sample_inputs
 
 __all__ = ['correct_bias', 'output_channel_means', 'all_output_channel_means',
            'OutputChannelMeans', 'record_float_means']
@@ -83,9 +83,11 @@ def output_channel_means(gm: fx.GraphModule, name: str, inputs: Inputs,
 
 
 class OutputChannelMeans:
-    """Records, while it is entered, the per-channel mean of each layer's
-    pre-activation output over every forward of ``gm`` (forward hooks; a
-    fused ReLU is applied by the hook, so each layer runs once).
+    """Records, while it is entered, the per-channel sums of each layer's
+    pre-activation output for every sample of every forward of ``gm``
+    (forward hooks; a fused ReLU is applied by the hook, so each layer runs
+    once), so that :meth:`means` gives the means over all samples or over
+    a subset of them.
 
     Attributes:
         num_samples (int): Samples that went through the first layer.
@@ -94,7 +96,8 @@ class OutputChannelMeans:
     def __init__(self, gm: fx.GraphModule, names: Sequence[str]) -> None:
         self.names = list(names)
         self._modules = [gm.get_submodule(n) for n in self.names]
-        self._totals: Dict[str, Tensor] = {}
+        # per layer: [samples, channels] sums, batch by batch
+        self._sums: Dict[str, List[Tensor]] = {n: [] for n in self.names}
         self._counts: Dict[str, int] = {}
         self._handles: list = []
         self.num_samples = 0
@@ -102,10 +105,9 @@ class OutputChannelMeans:
     def _hook_of(self, name: str, first: bool):
 
         def hook(mod, args, out):
-            part, count = _channel_sums(mod, out)
-            totals = self._totals
-            totals[name] = totals[name] + part if name in totals else part
-            self._counts[name] = self._counts.get(name, 0) + count
+            sums, count = _sample_channel_sums(mod, out)
+            self._sums[name].append(sums)
+            self._counts[name] = count
             if first:
                 self.num_samples += out.shape[0]
             return F.relu(out) if type(mod)._with_relu else out
@@ -128,16 +130,26 @@ class OutputChannelMeans:
         for module in self._modules:
             module.__dict__.pop('_with_relu', None)
 
-    def means(self) -> Dict[str, Tensor]:
+    def means(self, samples: Optional[Tensor] = None) -> Dict[str, Tensor]:
         """``{layer: per-channel mean}`` of what was recorded.
+
+        Args:
+            samples (Tensor, optional): Indices of the samples to average,
+                in the order they were recorded. Defaults to all.
 
         Raises:
             RuntimeError: Naming the layers no forward reached.
         """
-        missing = [n for n in self.names if n not in self._totals]
+        missing = [n for n in self.names if not self._sums[n]]
         if missing:
             raise RuntimeError(f'correct_bias: no sample reached {missing}')
-        return {n: self._totals[n] / self._counts[n] for n in self.names}
+        means = {}
+        for name in self.names:
+            sums = torch.cat(self._sums[name])
+            if samples is not None:
+                sums = sums[samples]
+            means[name] = sums.sum(0) / (len(sums) * self._counts[name])
+        return means
 
 
 @torch.no_grad()
@@ -155,6 +167,18 @@ def all_output_channel_means(gm: fx.GraphModule, names: Sequence[str],
 def _channel_axis(module: nn.Module, out: Tensor) -> int:
     # a linear layer's channels are last ([N, tokens, C] too)
     return out.dim() - 1 if isinstance(module, nn.Linear) else 1
+
+
+def _sample_channel_sums(module: nn.Module, out: Tensor):
+    """``([samples, channels] sums of out, values per channel and
+    sample)``: samples along dim 0."""
+    channel = _channel_axis(module, out)
+    if channel == 0:
+        raise ValueError(f'correct_bias: {type(module).__name__} output '
+                         f'{tuple(out.shape)} has no batch dimension')
+    sums = out.sum([d for d in range(1, out.dim()) if d != channel]) \
+        if out.dim() > 2 else out
+    return sums, out.numel() // (out.shape[0] * out.shape[channel])
 
 
 def _channel_sums(module: nn.Module, out: Tensor):
@@ -220,7 +244,11 @@ def correct_bias(model: nn.Module,
         list[str]: The corrected layers.
     """
     gm = tensor_graph_module(model)
-    inputs = sample_inputs(data, num_samples, seed)
+    if data is not None and not isinstance(data, (Tensor, dict)):
+        data = cat_inputs(data)
+    inputs = sample_inputs(data, num_samples, seed)  # raises without data
+    total = count_samples(data)
+    picked = sample_indices(total, num_samples, seed)
     names = [str(n.target) for n in weighted_nodes(gm)]
     if layers is not None:
         unknown = set(layers) - set(names)
@@ -234,10 +262,11 @@ def correct_bias(model: nn.Module,
         disable_observer(gm)
         # The float model shares the biases being corrected: take all its
         # means first, while it is still the original.
-        if _recorded_on(float_means, names, inputs):
-            logger.info(f'PTQ correct_bias: float means recorded during '
-                        f'calibration ({float_means.num_samples} samples)')
-            means = float_means.means()
+        if _recorded_on(float_means, names, total):
+            logger.info(f'PTQ correct_bias: float means of '
+                        f'{count_samples(inputs)} of the {total} samples '
+                        'calibration ran')
+            means = float_means.means(picked)
         else:
             disable_fake_quant(gm)
             means = all_output_channel_means(gm, names, inputs, batch_size)
@@ -313,11 +342,10 @@ def _free(runner: fx.Interpreter, node: fx.Node, last_use: dict) -> None:
 
 
 def _recorded_on(float_means: Optional[OutputChannelMeans],
-                 names: Sequence[str], inputs: Inputs) -> bool:
+                 names: Sequence[str], total: int) -> bool:
     """Whether ``float_means`` holds every layer of ``names`` over as many
-    samples as ``inputs``."""
-    return (float_means is not None
-            and float_means.num_samples == count_samples(inputs)
+    samples as the data (``total``)."""
+    return (float_means is not None and float_means.num_samples == total
             and set(names) <= set(float_means.names))
 
 

@@ -62,7 +62,7 @@ from mmrazor_quant.utils.model_inputs import num_samples as count_samples
 from .graph_utils import capture, extract_unit, find_units, owner_modules
 
 __all__ = ['adaround', 'brecq', 'qdrop', 'reconstruct', 'sample_inputs',
-           'bake_rounding']
+           'sample_indices', 'bake_rounding']
 
 
 def sample_inputs(data, num_samples: int, seed: int = 0) -> Inputs:
@@ -79,11 +79,18 @@ def sample_inputs(data, num_samples: int, seed: int = 0) -> Inputs:
     total = count_samples(inputs)
     if total == 0:
         raise ValueError('this PTQ pass got no calibration samples')
+    picked = sample_indices(total, num_samples, seed)
+    return inputs if picked is None else select_samples(inputs, picked)
+
+
+def sample_indices(total: int, num_samples: int,
+                   seed: int = 0) -> Optional[Tensor]:
+    """The indices :func:`sample_inputs` draws from ``total`` samples, or
+    ``None`` where it takes them all (in their order)."""
     if num_samples >= total:
-        return inputs
+        return None
     g = torch.Generator().manual_seed(seed)
-    return select_samples(inputs,
-                          torch.randperm(total, generator=g)[:num_samples])
+    return torch.randperm(total, generator=g)[:num_samples]
 
 
 class _UnitActivation(nn.Module):

@@ -142,6 +142,35 @@ def test_means_recorded_during_calibration_give_the_same_corrections(
 
 
 
+def test_recorded_means_of_a_drawn_subset(float_state, digits):
+    """Correcting from a seeded draw of the calibration samples takes the
+    recorded float means of exactly those samples: the same biases as a
+    float pass of its own over them (float32 summation order); the
+    subset's means differ from all samples'."""
+    import copy
+
+    from mmrazor_quant.ptq.bias_correction import record_float_means
+    from mmrazor_quant.ptq.reconstruction import sample_indices
+    images = digits[0][:128]
+    picked = sample_indices(128, 32, seed=3)
+    assert len(set(picked.tolist())) == 32 and int(picked.max()) < 128
+    model = build_quantized(float_state, w_bit=3, a_bit=8)
+    with record_float_means(model) as recorder:
+        calibrate(model, images)
+    assert recorder.num_samples == 128
+    own_pass = copy.deepcopy(model)
+    correct_bias(model, [images], num_samples=32, seed=3, batch_size=16,
+                 single_pass=True, float_means=recorder)
+    correct_bias(own_pass, [images], num_samples=32, seed=3, batch_size=16,
+                 single_pass=True)
+    _assert_same_parameters(model, own_pass, atol=2e-4)
+    # the subset's means, not all 128 samples': a bias moves by more
+    subset = recorder.means(picked)
+    everything = recorder.means()
+    assert max(float((subset[n] - everything[n]).abs().max())
+               for n in subset) > 1e-2
+
+
 def _assert_same_parameters(model, other, atol):
     import torch
     theirs = dict(other.named_parameters())
