@@ -4,13 +4,12 @@
 # and the last layers kept at 8 bit, as LSQ does). Academic: no deploy
 # backend runs it.
 #   python tools/train.py configs/quantization/qat/pose/lsq_academic_w4a8_simplebaseline_r18_digits.py
-_base_ = ['./lsq_openvino_simplebaseline_r18_digits.py']
+_base_ = [
+    './lsq_openvino_simplebaseline_r18_digits.py',
+    '../_base_/lsq_academic_w4a8.py',
+]
 
-model = dict(
-    quantizer=dict(
-        type='mmrazor_quant.AcademicQuantizer',
-        first_last_bit=8,
-        global_qconfig=dict(w_qscheme=dict(bit=4))))
+model = dict(quantizer=_base_.academic_w4a8_quantizer)
 
 # 4-bit weights need a fourth epoch to recover.
 max_epochs = 4

@@ -10,27 +10,12 @@
 _base_ = [
     '../../ptq/pose/_base_/rtmpose_t_digits.py',
     '../../_base_/qconfigs/openvino_w8a8_lsq_minmax_asym.py',
-    '../../_base_/ddp.py',
+    './_base_/lsq_openvino.py',
 ]
 
 model = dict(quantizer=_base_.quantizer)
-
-# Fine-tuning at about the float run's final learning rate, cosine to
-# zero; no weight decay on the learned scales.
-max_epochs = 3
-optim_wrapper = dict(
-    _delete_=True,
-    optimizer=dict(type='AdamW', lr=2e-5, weight_decay=0.),
-    paramwise_cfg=dict(custom_keys={'.scale': dict(decay_mult=0.0)}))
-param_scheduler = [
-    dict(type='CosineAnnealingLR', T_max=max_epochs, by_epoch=True,
-         convert_to_iter_based=True)
-]
-train_cfg = dict(
-    _delete_=True,
-    type='mmrazor_quant.LSQEpochBasedLoop',
-    max_epochs=max_epochs,
-    val_interval=max_epochs,
-    freeze_bn_begin=1)
+optim_wrapper = dict(_delete_=True, **_base_.lsq_optim_wrapper)
+param_scheduler = _base_.lsq_param_scheduler
+train_cfg = dict(_delete_=True, **_base_.lsq_train_cfg)
 val_cfg = dict(_delete_=True, type='mmrazor_quant.QATValLoop')
 test_cfg = dict(_delete_=True, type='TestLoop')

@@ -4,13 +4,12 @@
 # bit, as LSQ does), 4-bit per-channel weights, 8-bit activations.
 #   python tools/train.py configs/quantization/qat/segmentation/lsq_academic_w4a8_fastscnn_digits.py \
 #       --cfg-options model.float_checkpoint=work_dirs/seg/fastscnn_digits/epoch_8.pth
-_base_ = ['./lsq_openvino_fastscnn_digits.py']
+_base_ = [
+    './lsq_openvino_fastscnn_digits.py',
+    '../_base_/lsq_academic_w4a8.py',
+]
 
-model = dict(
-    quantizer=dict(
-        type='mmrazor_quant.AcademicQuantizer',
-        first_last_bit=8,
-        global_qconfig=dict(w_qscheme=dict(bit=4))))
+model = dict(quantizer=_base_.academic_w4a8_quantizer)
 
 # 4-bit weights need a larger step to recover.
 max_epochs = 2

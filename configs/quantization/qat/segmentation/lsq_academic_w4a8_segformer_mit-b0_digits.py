@@ -4,13 +4,12 @@
 # bit, as LSQ does), 4-bit per-channel weights, 8-bit activations.
 #   python tools/train.py configs/quantization/qat/segmentation/lsq_academic_w4a8_segformer_mit-b0_digits.py \
 #       --cfg-options model.float_checkpoint=work_dirs/seg/segformer_mit-b0_digits/epoch_5.pth
-_base_ = ['./lsq_openvino_segformer_mit-b0_digits.py']
+_base_ = [
+    './lsq_openvino_segformer_mit-b0_digits.py',
+    '../_base_/lsq_academic_w4a8.py',
+]
 
-model = dict(
-    quantizer=dict(
-        type='mmrazor_quant.AcademicQuantizer',
-        first_last_bit=8,
-        global_qconfig=dict(w_qscheme=dict(bit=4))))
+model = dict(quantizer=_base_.academic_w4a8_quantizer)
 
 # 4-bit weights need a larger step to recover (one epoch: the SegFormer
 # epoch is long on 2 CPU cores).

@@ -15,16 +15,8 @@ model = dict(
     forward_modes=('tensor', 'predict', 'loss'), quantizer=_base_.quantizer)
 max_epochs = 2
 optim_wrapper = dict(_delete_=True, **_base_.lsq_optim_wrapper)
-param_scheduler = [
-    dict(type='CosineAnnealingLR', T_max=max_epochs, by_epoch=True,
-         convert_to_iter_based=True)
-]
-train_cfg = dict(
-    _delete_=True,
-    type='mmrazor_quant.LSQEpochBasedLoop',
-    max_epochs=max_epochs,
-    val_interval=1,
-    freeze_bn_begin=1)
+param_scheduler = [dict(_base_.lsq_cosine, T_max=max_epochs)]
+train_cfg = dict(_delete_=True, max_epochs=max_epochs, **_base_.lsq_train_cfg)
 val_cfg = dict(_delete_=True, type='mmrazor_quant.QATValLoop')
 test_cfg = dict(_delete_=True, type='TestLoop')
 default_hooks = dict(sync=dict(type='SyncBuffersHook'))
