@@ -15,6 +15,7 @@ from torch import Tensor, nn
 
 from mmrazor_quant.utils.sqnr import sqnr_db
 from .qdq_fake_quantize import QDQFakeQuantize
+from .qparams_table import onnx_constants
 from .runtimes import get_runtime, load_runtime
 
 __all__ = ['TensorParity', 'tensor_parity']
@@ -135,8 +136,9 @@ def tensor_parity(deploy_model: nn.Module,
             hook.remove()
     graph = onnx.load(onnx_path).graph
     input_name = graph.input[0].name
-    dequantized = {node.input[0]: node.output[0] for node in graph.node
+    dequantized = {node.input[0]: node for node in graph.node
                    if node.op_type == 'DequantizeLinear'}
+    constants = onnx_constants(graph)
     report = []
     with tempfile.TemporaryDirectory() as tmp:
         cut = osp.join(tmp, 'cut.onnx')
@@ -150,16 +152,34 @@ def tensor_parity(deploy_model: nn.Module,
                 continue
             # cut after the DequantizeLinear: a runtime's rewrites of a
             # Q -> DQ pair need the pair
-            output = dequantized[node.output[0]]
+            dq = dequantized[node.output[0]]
             onnx.utils.extract_model(onnx_path, cut, list(sources),
-                                     [output])
+                                     [dq.output[0]])
             feeds = [inputs if fq is None else floats[fq]
                      for fq in sources.values()]
             report.append(
                 _compare(name, [fq or 'input' for fq in sources.values()]
                          if forced else [], modules[name], values[name],
-                         _run(runtime, cut, feeds, runtime_options)))
+                         _run(runtime, cut, feeds, runtime_options) -
+                         _zero_point_shift(node, dq, constants)))
     return report
+
+
+def _zero_point_shift(quantize: onnx.NodeProto, dequantize: onnx.NodeProto,
+                      constants: Dict[str, np.ndarray]) -> float:
+    """``s * (z_q - z_dq)``: what the ``DequantizeLinear`` adds to the
+    fake quant's value where the export moved the zero-point into the bias
+    of the linear layer reading it (OpenVINO's
+    ``linear_zero_points_into_bias``); 0 elsewhere."""
+
+    def zero_point(node):
+        return int(constants[node.input[2]].reshape(-1)[0]) \
+            if len(node.input) > 2 and node.input[2] else 0
+
+    shift = zero_point(quantize) - zero_point(dequantize)
+    if not shift:
+        return 0.
+    return float(constants[dequantize.input[1]].reshape(-1)[0]) * shift
 
 
 def _run(runtime: str, path: str, feeds: List[Tensor],

@@ -8,7 +8,10 @@ the same for ``export_model(..., 'openvino')`` and for ``nncf.quantize`` on
 the fp32 model with the same calibration batches. A placement or export
 change that leaves a residual ``Add`` out of its conv (an extra eltwise or
 ``Subgraph`` layer) or runs a conv in another precision or kernel fails
-here. ``benchmarks/peers.py --graphs`` prints the same comparison (and the
+here. PP-OCRv4's recogniser (real trained weights, the front door's
+defaults) compiles to no more layers than NNCF's export, with no fewer int8
+convs and linear layers and no more post-ops in its fully connected
+kernels. ``benchmarks/peers.py --graphs`` prints the same comparison (and the
 oneDNN post-ops) for every model the benchmark times.
 
 NNCF lives in the peers' venv (``make peers-env``); run this file with
@@ -25,6 +28,7 @@ from mmengine.config import Config
 from mmrazor_quant.deploy import export_model
 from mmrazor_quant.deploy.openvino.runtime_graph import (
     layer_differences,
+    onednn_primitives,
     runtime_layers,
 )
 from mmrazor_quant.engine.runner.calibration import calibrate
@@ -108,3 +112,62 @@ def test_runtime_graph_matches_nncf(name, tmp_path):
         f'(ours, NNCF): {layer_differences(ours_layers, nncf_layers)}'
     assert not any(kind in ('Subgraph', 'Eltwise')
                    for kind, *_ in ours_layers)
+
+
+def _static(path: str, shape, out: str) -> str:
+    """``path`` reshaped to ``shape`` and saved as IR (as the benchmark
+    compiles it: static shapes, as deployed)."""
+    model = ov.Core().read_model(path)
+    model.reshape({model.inputs[0].any_name: list(shape)})
+    ov.save_model(model, out)
+    return out
+
+
+def _binary_post_ops(primitives, kind: str) -> int:
+    """The most binary post-ops (a per-channel pass over the output each)
+    one oneDNN primitive of ``kind`` carries."""
+    return max(attrs.count('binary_')
+               for (k, _, _, attrs, _) in primitives if k == kind)
+
+
+def test_ocr_recogniser_no_worse_than_nncf(tmp_path):
+    """PP-OCRv4's recogniser (rapidocr's trained weights), the front door's
+    defaults against NNCF's default preset on the same 32 rendered words,
+    compiled at the benchmark's shape (1x3x48x320): every conv and linear
+    layer NNCF runs in int8 runs in int8 in ours, ours executes no more
+    layers and fuses every FakeQuantize, and its fully connected kernels
+    carry no more per-channel binary post-ops than NNCF's (the bias: an
+    activation's zero-point is in it, not a post-op of its own)."""
+    if int8_weight_bits() < 8:
+        pytest.skip('the runtime graphs were compared on a CPU with VNNI')
+    ocr = pytest.importorskip('benchmarks.real_models.ocr')
+    reason = ocr.missing_reason()
+    if reason:
+        pytest.skip(reason)
+    from benchmarks import onnx_models as bench
+    fp32 = ocr.prepared_model(ocr.model_paths()['rec'],
+                              str(tmp_path / 'fp32_rec.onnx'))
+    calib = ocr.rec_inputs(ocr.render_words(32, seed=0)[0])
+    shape = (1, *ocr.REC_SHAPE)
+    files = {}
+    for name, quantize in (('ours', bench.quantize_ours('openvino')),
+                           ('nncf', bench.quantize_nncf(None, None))):
+        quantize(fp32, calib, str(tmp_path / f'{name}.onnx'))
+        files[name] = _static(str(tmp_path / f'{name}.onnx'), shape,
+                              str(tmp_path / f'{name}.xml'))
+    layers = {name: _layers(path, shape) for name, path in files.items()}
+    config = {'INFERENCE_NUM_THREADS': 2, 'INFERENCE_PRECISION_HINT': 'f32'}
+    primitives = {name: onednn_primitives(path, shape, config)
+                  for name, path in files.items()}
+
+    def int8_layers(name):
+        return sum(n for (kind, precision, _), n in layers[name].items()
+                   if kind in ('Convolution', 'FullyConnected')
+                   and precision in ('u8', 'i8'))
+
+    diff = layer_differences(layers['ours'], layers['nncf'])
+    assert int8_layers('ours') >= int8_layers('nncf'), diff
+    assert sum(layers['ours'].values()) <= sum(layers['nncf'].values()), diff
+    assert not any(kind == 'FakeQuantize' for kind, *_ in layers['ours'])
+    assert _binary_post_ops(primitives['ours'], 'inner_product') \
+        <= _binary_post_ops(primitives['nncf'], 'inner_product')

@@ -6,6 +6,7 @@ from ..exporters.base import BaseExporter
 from .passes import (
     guard_fused_sum_inputs,
     guard_shared_quantize_inputs,
+    linear_zero_points_into_bias,
     signed_grids_as_int8,
 )
 
@@ -34,7 +35,11 @@ class OpenVINOExporter(BaseExporter):
     signed tensor on an unsigned symmetric grid (zero-point 128) is written
     as int8 with zero-point 0, the same levels, so the plugin runs the convs
     reading it as i8 kernels without zero-point compensation, as NNCF's
-    signed activations (see :func:`signed_grids_as_int8`).
+    signed activations (see :func:`signed_grids_as_int8`). The zero-point
+    of an asymmetric activation that a linear layer reads moves into the
+    layer's bias, so the plugin's fully connected kernel applies native
+    weight scales and one bias add instead of three per-channel post-ops
+    (see :func:`linear_zero_points_into_bias`).
 
     Raises:
         ValueError: From :meth:`export` if a fake quant's scheme is not one
@@ -46,6 +51,7 @@ class OpenVINOExporter(BaseExporter):
     def final_model(self, onnx_model: onnx.ModelProto) -> onnx.ModelProto:
         model = super().final_model(onnx_model)
         signed_grids_as_int8(model)
+        linear_zero_points_into_bias(model)
         guard_fused_sum_inputs(model)
         guard_shared_quantize_inputs(model)
         onnx.checker.check_model(model, full_check=True)

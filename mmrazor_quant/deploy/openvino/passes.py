@@ -43,6 +43,17 @@ u8 kernel with input zero-point compensation; the int8 container gives the
 i8 kernels that NNCF's symmetric signed activations get (the demo
 MobileNetV2 compiles to the same layers, type by type and precision by
 precision, as NNCF's model; see :func:`signed_grids_as_int8`).
+
+A fourth is exact in integers: an asymmetric activation ``s * (q - z)``
+into a linear layer (``MatMul`` or ``Gemm`` by a constant weight ``W``) is
+written as ``s * q`` with the zero-point's share moved into the bias,
+``b - s * z * sum_k W[k, :]``. The plugin's convolutions take an input
+zero-point natively (a oneDNN attribute), its fully connected layers do not:
+they subtract ``s * z * sum_k W[k, :]`` as a per-channel post-op and then
+apply the per-channel scales and the bias as two more (three binary
+post-ops on every output, the 6625 classes of PP-OCRv4's CTC head among
+them) instead of native weight scales and one bias add, as NNCF's symmetric
+activations get (see :func:`linear_zero_points_into_bias`).
 """
 from typing import Dict, List, Tuple
 
@@ -53,7 +64,8 @@ from onnx import helper, numpy_helper
 from ..qparams_table import ONNX_TYPE_MIN, onnx_constants
 
 __all__ = ['guard_fused_sum_inputs', 'guard_shared_quantize_inputs',
-           'signed_grids_as_int8', 'FUSING_PRODUCERS']
+           'signed_grids_as_int8', 'linear_zero_points_into_bias',
+           'FUSING_PRODUCERS']
 
 #: Ops OpenVINO's CPU plugin fuses a following ``Add`` into (as a sum
 #: post-op), through element-wise activations and clamps.
@@ -306,3 +318,174 @@ def signed_grids_as_int8(model: onnx.ModelProto) -> int:
             info.type.tensor_type.elem_type = onnx.TensorProto.INT8
     return sum(1 for node in graph.node if len(node.input) > 2
                and node.input[2] in int8_zero_points.values())
+
+
+#: Ops that only move values: a per-tensor zero-point passes through them.
+_MOVES_VALUES = ('Transpose', 'Reshape', 'Squeeze', 'Unsqueeze', 'Flatten')
+
+
+def _attr(node: onnx.NodeProto, name: str, default):
+    return next((helper.get_attribute_value(a) for a in node.attribute
+                 if a.name == name), default)
+
+
+def _per_axis(values: np.ndarray, axis: int, ndim: int) -> np.ndarray:
+    if values.size == 1:
+        return values.reshape(())
+    shape = [1] * ndim
+    shape[axis % ndim] = -1
+    return values.reshape(shape)
+
+
+def _dequantized_weight(name: str, producers: Dict[str, onnx.NodeProto],
+                        values: Dict[str, np.ndarray]):
+    """The value (float64) of a constant weight ``DequantizeLinear``
+    (of an integer constant or of a ``QuantizeLinear`` of a float one),
+    through a ``Transpose``; None for anything else."""
+    node, perm = producers.get(name), None
+    if node is not None and node.op_type == 'Transpose':
+        perm = _attr(node, 'perm', None)
+        node = producers.get(node.input[0])
+    if node is None or node.op_type != 'DequantizeLinear' \
+            or node.input[1] not in values:
+        return None
+    if node.input[0] in values:
+        q = values[node.input[0]].astype(np.float64)
+    else:
+        quantize = producers.get(node.input[0])
+        if quantize is None or quantize.op_type != 'QuantizeLinear' \
+                or any(i not in values for i in quantize.input if i):
+            return None
+        w = values[quantize.input[0]].astype(np.float64)
+        axis = _attr(quantize, 'axis', 1)
+        scale = _per_axis(values[quantize.input[1]], axis, w.ndim)
+        zero_point = values[quantize.input[2]] if len(quantize.input) > 2 \
+            else np.zeros((), np.uint8)
+        info = np.iinfo(zero_point.dtype)
+        q = np.clip(np.round(w / scale) + _per_axis(
+            zero_point.astype(np.float64), axis, w.ndim), info.min, info.max)
+    axis = _attr(node, 'axis', 1)
+    scale = _per_axis(values[node.input[1]].astype(np.float64), axis,
+                      q.ndim)
+    zero_point = values.get(node.input[2]) if len(node.input) > 2 else None
+    if zero_point is not None:
+        q = q - _per_axis(zero_point.astype(np.float64), axis, q.ndim)
+    weight = q * scale
+    return weight if perm is None else np.transpose(weight, perm)
+
+
+def _activation_zero_point(name: str, producers: Dict[str, onnx.NodeProto],
+                           consumers: Dict[str, List[onnx.NodeProto]],
+                           values: Dict[str, np.ndarray]):
+    """The per-tensor ``DequantizeLinear`` whose output reaches ``name``
+    through ops that only move values, each read by the next alone, if its
+    zero-point is not 0; else None."""
+    node = producers.get(name)
+    while node is not None and node.op_type in _MOVES_VALUES \
+            and len(consumers.get(name, ())) == 1:
+        name = node.input[0]
+        node = producers.get(name)
+    if node is None or node.op_type != 'DequantizeLinear' \
+            or len(consumers.get(name, ())) != 1 or len(node.input) < 3:
+        return None
+    scale, zero_point = values.get(node.input[1]), values.get(node.input[2])
+    if scale is None or zero_point is None or scale.size != 1 \
+            or zero_point.size != 1 or int(zero_point) == 0:
+        return None
+    return node
+
+
+def _linear_layers(graph: onnx.GraphProto):
+    """``(activation DQ, weight [K, N], node holding the bias, index of
+    the bias input or None)`` of each ``MatMul`` (+ constant ``Add``) and
+    ``Gemm`` by a constant weight whose activation has a zero-point."""
+    producers = {o: n for n in graph.node for o in n.output}
+    consumers: Dict[str, List[onnx.NodeProto]] = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+    values = onnx_constants(graph)
+    for node in graph.node:
+        if node.op_type == 'Gemm':
+            if _attr(node, 'transA', 0) or _attr(node, 'alpha', 1.) != 1 \
+                    or _attr(node, 'beta', 1.) != 1 or len(node.input) > 2 \
+                    and node.input[2] and node.input[2] not in values:
+                continue
+            weight = _dequantized_weight(node.input[1], producers, values)
+            if weight is not None and _attr(node, 'transB', 0):
+                weight = weight.T
+            bias = (node, 2 if len(node.input) > 2 and node.input[2]
+                    else None)
+        elif node.op_type == 'MatMul':
+            weight = _dequantized_weight(node.input[1], producers, values)
+            users = consumers.get(node.output[0], [])
+            bias = (node, None)
+            if len(users) == 1 and _bias_add_input(users[0], values) \
+                    == node.output[0]:
+                bias = (users[0], 1 - list(users[0].input).index(
+                    node.output[0]))
+        else:
+            continue
+        if weight is None or weight.ndim != 2:
+            continue
+        dq = _activation_zero_point(node.input[0], producers, consumers,
+                                    values)
+        if dq is not None:
+            yield dq, weight, bias[0], bias[1]
+
+
+def linear_zero_points_into_bias(model: onnx.ModelProto) -> int:
+    """Move the zero-point of each asymmetric activation that only a
+    linear layer reads (through reshapes and transposes) into that layer's
+    bias (see the module docstring): the ``DequantizeLinear`` gets
+    zero-point 0, the bias ``b - s * z * sum_k W[k, :]`` (a new ``Add``
+    after a ``MatMul`` without one). The output is the same up to float
+    rounding; the ``QuantizeLinear`` and its grid are unchanged.
+
+    Args:
+        model (onnx.ModelProto): A QDQ model, modified in place.
+
+    Returns:
+        int: How many linear layers take their activation without a
+        zero-point.
+    """
+    graph = model.graph
+    values = onnx_constants(graph)
+    found = list(_linear_layers(graph))
+    appended = []
+    for index, (dq, weight, holder, bias_index) in enumerate(found):
+        scale, zero_point = values[dq.input[1]], values[dq.input[2]]
+        shift = float(scale) * int(zero_point) * weight.sum(axis=0)
+        name = f'{holder.name or holder.output[0]}_ov_folded_zero_point'
+        if bias_index is None:
+            bias = -shift
+        else:
+            bias = values[holder.input[bias_index]].astype(np.float64)
+            bias = np.broadcast_to(bias, np.broadcast_shapes(
+                bias.shape, shift.shape)) - shift
+        graph.initializer.append(
+            numpy_helper.from_array(bias.astype(np.float32), name))
+        zero = f'{name}_zero'
+        graph.initializer.append(numpy_helper.from_array(
+            np.zeros((), zero_point.dtype), zero))
+        dq.input[2] = zero
+        if bias_index is not None:
+            holder.input[bias_index] = name
+        elif holder.op_type == 'Gemm':
+            holder.input.append(name)
+        else:  # MatMul: its output through a new bias Add
+            unbiased = f'{holder.output[0]}_ov_unbiased'
+            appended.append((holder, helper.make_node(
+                'Add', [unbiased, name], [holder.output[0]],
+                name=f'{holder.name}_ov_bias')))
+            holder.output[0] = unbiased
+    if appended:
+        nodes = []
+        adds = {id(holder): add for holder, add in appended}
+        for node in graph.node:
+            nodes.append(node)
+            if id(node) in adds:
+                nodes.append(adds[id(node)])
+        del graph.node[:]
+        graph.node.extend(nodes)
+    return len(found)
