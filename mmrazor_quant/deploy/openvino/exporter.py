@@ -3,6 +3,7 @@ import onnx
 
 from mmrazor_quant.registry import EXPORTERS
 from ..exporters.base import BaseExporter
+from .layout_quantize import quantize_before_layout_ops
 from .passes import (
     guard_fused_sum_inputs,
     guard_shared_quantize_inputs,
@@ -34,7 +35,12 @@ class OpenVINOExporter(BaseExporter):
     signed tensor on an unsigned symmetric grid (zero-point 128) is written
     as int8 with zero-point 0, the same levels, so the plugin runs the convs
     reading it as i8 kernels without zero-point compensation, as NNCF's
-    signed activations (see :func:`signed_grids_as_int8`).
+    signed activations (see :func:`signed_grids_as_int8`). A quantizer
+    that reads a conv/linear output through reshapes and transposes
+    (``flatten(2).transpose(1, 2)`` in transformers) is written right after
+    the conv/linear (see :func:`quantize_before_layout_ops`): behind a
+    ``Reshape`` with a dynamic batch the plugin rescales every channel with
+    channel 0's dequantization scale.
 
     Raises:
         ValueError: From :meth:`export` if a fake quant's scheme is not one
@@ -46,6 +52,7 @@ class OpenVINOExporter(BaseExporter):
     def final_model(self, onnx_model: onnx.ModelProto) -> onnx.ModelProto:
         model = super().final_model(onnx_model)
         signed_grids_as_int8(model)
+        quantize_before_layout_ops(model)
         guard_fused_sum_inputs(model)
         guard_shared_quantize_inputs(model)
         onnx.checker.check_model(model, full_check=True)
