@@ -23,8 +23,16 @@ families = dict(
                    hw=(96, 64)),
     rtmpose_s=dict(config=_BODY + 'rtmpose/coco/'
                    'rtmpose-s_8xb256-420e_coco-256x192.py', hw=(256, 192)),
+    # OpenVINO 29.9 dB, onnxruntime 29.7 dB, the simulation in float32
+    # against float64 29.9 dB: the runtimes sit at the float32 floor
     rtmpose_m=dict(config=_BODY + 'rtmpose/coco/'
-                   'rtmpose-m_8xb256-420e_coco-256x192.py', hw=(256, 192)),
+                   'rtmpose-m_8xb256-420e_coco-256x192.py', hw=(256, 192),
+                   min_sqnr_db=25., why=(
+                       'float32 summation order: the simulation agrees with '
+                       'itself in float64 only about as well as the '
+                       'runtimes agree with it (figure at the end), so a '
+                       'runtime adding in another order flips roundings at '
+                       'the next quantize; no op departs beyond that')),
     simcc=dict(config=_BODY + 'simcc/coco/'
                'simcc_mobilenetv2_wo-deconv-8xb64-210e_coco-256x192.py',
                hw=(256, 192)),

@@ -55,8 +55,23 @@ families = dict(
               min_sqnr_db=25., why=FLOAT32_WHY),
     segnext=dict(config=_C + 'segnext/'
                  'segnext_mscan-t_1xb16-adamw-160k_ade20k-512x512.py',
-                 hw=(64, 64)),
+                 hw=(64, 64),
+                 min_sqnr_db=25., why=FLOAT32_WHY),
+    # the random-weight MiT amplifies single rounding flips: float32
+    # against float64 alone gives 26.5 dB
     segformer=dict(config=_C + 'segformer/'
                    'segformer_mit-b0_8xb2-160k_ade20k-512x512.py',
-                   hw=(64, 64)),
+                   hw=(64, 64),
+                   min_sqnr_db=20., why=(
+                       "OpenVINO's LayerNormalization: it normalises in "
+                       'another order than torch, so a few codes of its '
+                       'quantizer land one step off (0.01-0.02 % of them, '
+                       'op by op on the same int8 inputs; every conv, '
+                       'matmul and GELU exact), and the random-weight MiT '
+                       'amplifies each flip as it amplifies float32 '
+                       'rounding (float64 floor at the end). Against the '
+                       'float64 simulation onnxruntime is exact through '
+                       'the first stage and OpenVINO leaves it at the '
+                       'first LayerNorms (132 and 69 dB): 22.5 dB at the '
+                       'output, onnxruntime 26.4 dB')),
 )

@@ -153,3 +153,35 @@ def test_input_shape_from_the_test_pipeline_else_512():
     # mmseg's own test pipelines keep the ratio: the adapter's default
     keep = [dict(type='Resize', scale=(2048, 512), keep_ratio=True)]
     assert adapter.input_shape(model, keep)[0] == (3, 512, 512)
+
+
+@pytest.mark.parametrize('spatial', [1, 2])
+def test_nmf_factorises_from_seeded_bases(spatial):
+    """SegNeXt's NMF2D (``rand_init=True``) draws its bases every forward;
+    the traced one starts from bases drawn once, seeded: the same output
+    on every call, the module's own ``rand_init=False`` factorisation from
+    those bases, at any batch size."""
+    pytest.importorskip('mmseg')
+    from mmseg.models.decode_heads.ham_head import NMF2D
+
+    from mmrazor_quant.models.codebases.mmseg_rewrites import (
+        _fixed_bases_decomposition,
+        seeded_nmf_bases,
+    )
+    torch.manual_seed(0)
+    nmf = NMF2D(dict(MD_S=spatial, MD_R=4, eval_steps=7, rand_init=True))
+    nmf.eval()
+    x = torch.rand(3, 8, 5, 6)  # NMF factorises non-negative features
+    first = _fixed_bases_decomposition(nmf, x)
+    again = _fixed_bases_decomposition(nmf, x)
+    torch.testing.assert_close(first, again, rtol=0, atol=0)
+    torch.testing.assert_close(nmf.bases, seeded_nmf_bases(spatial,
+                                                           8 // spatial, 4))
+    # the module's own fixed-bases path from the same buffer
+    reference = NMF2D(dict(MD_S=spatial, MD_R=4, eval_steps=7,
+                           rand_init=False)).eval()
+    reference.register_buffer('bases', nmf.bases.clone())
+    torch.testing.assert_close(first, reference(x), rtol=1e-6, atol=1e-6)
+    # one image alone gives its row of the batch
+    torch.testing.assert_close(_fixed_bases_decomposition(nmf, x[1:2]),
+                               first[1:2], rtol=1e-5, atol=1e-6)

@@ -84,3 +84,29 @@ def test_mmseg_dummy_edge_map_marks_stripe_borders():
     # the border between columns 3 and 4 marks both, then grows by one
     assert edge[0].tolist() == [[0, 0, 1, 1, 1, 1, 0, 0]] * 4
     assert edge.dtype == torch.uint8
+
+
+@pytest.mark.slow
+def test_loss_needing_ground_truth_the_samples_lack_names_the_head():
+    """PIDNet's boundary loss reads ``gt_edge_map``; samples without it (a
+    pipeline without ``GenerateEdge``) stop the training step with an error
+    naming the config key of the head whose loss reads it."""
+    pytest.importorskip('mmseg')
+    from mmrazor_quant.analysis import zoo_check
+    from mmrazor_quant.analysis.model_check import w8a8_model_cfg
+    from mmrazor_quant.registry import MODELS
+    family = _families('mmseg')['pidnet']
+    cfg = zoo_check.zoo_config(family['config'])
+    architecture = zoo_check._build_architecture(cfg, 0)
+    model_cfg = w8a8_model_cfg(architecture, 'openvino')
+    model_cfg['input_shape'] = (3, *family['hw'])
+    qmodel = MODELS.build(model_cfg)
+    x = torch.randn(2, 3, *family['hw'])
+    outputs = zoo_check._calibrate(qmodel, [x])
+    samples = zoo_check._samples(qmodel, x, outputs, cfg)
+    for sample in samples:
+        del sample.gt_edge_map
+    with pytest.raises(ValueError, match=r'model\.decode_head \(PIDHead\): '
+                       r'its loss reads .*gt_edge_map.* dummy samples do '
+                       r'not carry'):
+        zoo_check._qat_step(qmodel, x, samples)

@@ -3,6 +3,7 @@ import onnx
 
 from mmrazor_quant.registry import EXPORTERS
 from ..exporters.base import BaseExporter
+from .layout_quantize import quantize_before_layout_ops
 from .passes import (
     guard_fused_sum_inputs,
     guard_shared_quantize_inputs,
@@ -35,11 +36,16 @@ class OpenVINOExporter(BaseExporter):
     signed tensor on an unsigned symmetric grid (zero-point 128) is written
     as int8 with zero-point 0, the same levels, so the plugin runs the convs
     reading it as i8 kernels without zero-point compensation, as NNCF's
-    signed activations (see :func:`signed_grids_as_int8`). The zero-point
-    of an asymmetric activation that a linear layer reads moves into the
-    layer's bias, so the plugin's fully connected kernel applies native
-    weight scales and one bias add instead of three per-channel post-ops
-    (see :func:`linear_zero_points_into_bias`).
+    signed activations (see :func:`signed_grids_as_int8`). A quantizer
+    that reads a conv/linear output through reshapes and transposes
+    (``flatten(2).transpose(1, 2)`` in transformers) is written right after
+    the conv/linear (see :func:`quantize_before_layout_ops`): behind a
+    ``Reshape`` with a dynamic batch the plugin rescales every channel with
+    channel 0's dequantization scale. The zero-point of an asymmetric
+    activation that a linear layer reads moves into the layer's bias, so
+    the plugin's fully connected kernel applies native weight scales and
+    one bias add instead of three per-channel post-ops (see
+    :func:`linear_zero_points_into_bias`).
 
     Raises:
         ValueError: From :meth:`export` if a fake quant's scheme is not one
@@ -51,6 +57,7 @@ class OpenVINOExporter(BaseExporter):
     def final_model(self, onnx_model: onnx.ModelProto) -> onnx.ModelProto:
         model = super().final_model(onnx_model)
         signed_grids_as_int8(model)
+        quantize_before_layout_ops(model)
         linear_zero_points_into_bias(model)
         guard_fused_sum_inputs(model)
         guard_shared_quantize_inputs(model)

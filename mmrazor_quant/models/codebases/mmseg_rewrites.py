@@ -34,6 +34,17 @@ SegFormer's ``EfficientMultiheadAttention`` calls torch's
 the packed ``in_proj_weight`` (``F.linear``), ``Q @ K^T``, softmax,
 ``attn @ V`` and the ``out_proj`` linear, so the backends' rules quantize
 the two matmuls and the output projection.
+
+SegNeXt's ``LightHamHead`` factorises its features with ``NMF2D``, whose
+configs set ``rand_init=True``: every forward, in eval too, starts the
+factorisation from bases drawn with ``torch.rand``. A graph that draws them
+runs another factorisation at every call (the simulation disagrees with
+itself), and the export draws its own (``RandomUniformLike``): OpenVINO and
+onnxruntime then agree with the simulation to 15 dB whatever the
+quantization. The trace draws the bases once, seeded
+(:func:`seeded_nmf_bases`), into the module's ``bases`` buffer, and
+factorises from them as the module does with ``rand_init=False``, as
+deployments of SegNeXt fix them.
 """
 import contextlib
 from typing import Any, Dict, Iterator, List, Optional, Tuple
@@ -48,8 +59,12 @@ from .base import static_shape
 from .training_branches import training_branches
 
 __all__ = [
-    'mmseg_rewrites', 'adaptive_avg_pool_by_bins', 'written_out_attention'
+    'mmseg_rewrites', 'adaptive_avg_pool_by_bins', 'written_out_attention',
+    'seeded_nmf_bases'
 ]
+
+#: Seed of the bases a traced ``NMF2D`` starts its factorisation from.
+NMF_BASES_SEED = 0
 
 
 def checked_seg_samples(data_samples: List[Any],
@@ -255,6 +270,33 @@ def _unet_check_input_divisible(self, x: Tensor) -> None:
         self, torch.empty(static_shape(x), device='meta'))
 
 
+def seeded_nmf_bases(num_spatial: int, dim: int, rank: int) -> Tensor:
+    """``NMF2D``'s initial bases ``(S, D, R)``, drawn as it draws them
+    (uniform, each column L2-normalised over ``D``) from a generator seeded
+    with :data:`NMF_BASES_SEED`."""
+    gen = torch.Generator().manual_seed(NMF_BASES_SEED)
+    return F.normalize(torch.rand((num_spatial, dim, rank), generator=gen),
+                       dim=1)
+
+
+def _fixed_bases_decomposition(self, x: Tensor, return_bases=False):
+    # the module's fixed-bases path (rand_init=False), its buffer drawn once
+    # and seeded; sizes read without nodes, the batch kept symbolic
+    _, channels, height, width = static_shape(x)
+    dim = channels // self.S
+    if not hasattr(self, 'bases'):
+        self.register_buffer('bases', seeded_nmf_bases(self.S, dim, self.R))
+    flat = x.reshape(-1, dim, height * width)  # (B * S, D, N)
+    # (B * S, D, R): broadcast against zeros of the batch (an expand or a
+    # repeat by the batch size would fix the traced batch in the graph)
+    zeros = torch.zeros_like(x[:, :1, :1, :1])  # (B, 1, 1, 1)
+    bases = (self.bases + zeros).reshape(-1, dim, self.R)
+    bases, coef = self.local_inference(flat, bases)
+    coef = self.compute_coef(flat, bases, coef)
+    return torch.bmm(bases, coef.transpose(1, 2)).reshape(
+        -1, channels, height, width)
+
+
 _ORIGINAL = {}
 
 
@@ -410,6 +452,9 @@ def _rewrites() -> List[Tuple[type, str, Any]]:
         from mmseg.models.backbones.bisenetv2 import BGALayer
         from mmseg.models.backbones.mit import EfficientMultiheadAttention
         from mmseg.models.backbones.unet import UNet
+        from mmseg.models.decode_heads.ham_head import (
+            Matrix_Decomposition_2D_Base,
+        )
         from mmseg.models.decode_heads.psp_head import PPM
         from mmseg.models.segmentors import EncoderDecoder
     except ImportError:  # no mmseg: nothing to rewrite
@@ -422,7 +467,9 @@ def _rewrites() -> List[Tuple[type, str, Any]]:
             (BGALayer, 'forward', _bga_forward),
             (UNet, '_check_input_divisible', _unet_check_input_divisible),
             (EfficientMultiheadAttention, 'forward',
-             _efficient_attention_forward)]
+             _efficient_attention_forward),
+            (Matrix_Decomposition_2D_Base, 'forward',
+             _fixed_bases_decomposition)]
 
 
 @contextlib.contextmanager

@@ -131,3 +131,34 @@ def test_modes_share_quantizer_objects(quantizer_cls):
     scale_seen_by_loss = gms['loss'].get_submodule(
         'act_fake_quants.inputs').scale
     assert torch.equal(scale_seen_by_loss, fq.scale)
+
+
+class _MirroredBatchNet(torch.nn.Module):
+    """A flip-test batch built by reshapes (``permute``, ``flatten``) whose
+    size the model reads too, as ViT's patch embedding reads the size of
+    the image it pads."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3)
+
+    def forward(self, inputs, data_samples=None, mode='tensor'):
+        pair = torch.stack([inputs, inputs.flip(-1)])
+        x = pair.permute(1, 0, 2, 3, 4).flatten(0, 1)
+        return self.conv(x).reshape(x.shape[0], -1)
+
+
+def test_fake_quant_hoists_past_shape_reads():
+    """A size read is no second value reader: the conv's input fake quant
+    sits on the mirrored batch's source, above the reshapes, not on the
+    flattened tensor."""
+    quantizer = OpenVINOQuantizer(
+        global_qconfig=qconfig(dict(UNSIGNED, is_symmetry=True)))
+    gm = quantizer.prepare(_MirroredBatchNet(), ('tensor', ))['tensor']
+    table = fake_quant_consumers(gm.graph)
+    fq_inputs = {n.args[0].name for n in gm.graph.nodes
+                 if is_fake_quant_node(n)}
+    assert 'flatten' not in fq_inputs and 'flatten' not in table
+    x = torch.randn(2, 3, 6, 7)
+    gm.eval()
+    assert gm(x).shape == (4, 4 * 4 * 5)

@@ -123,6 +123,15 @@ def _select_inputs(node: fx.Node, selector: str,
     return residual or args[1:]
 
 
+def _reads_shape_only(node: fx.Node) -> bool:
+    """``x.shape``, ``x.size()``, ``x.dim()``: a reader that a fake quant
+    above it cannot change (ViT's patch embedding reads the size of the
+    image it pads, a flip-test batch built by reshapes included)."""
+    if node.op == 'call_function' and node.target is getattr:
+        return len(node.args) > 1 and node.args[1] in ('shape', 'ndim')
+    return node.op == 'call_method' and node.target in ('size', 'dim')
+
+
 def _is_scale_shift(node: fx.Node, kind: str) -> bool:
     """An add or mul with a constant operand: one activation input."""
     if kind not in (OpKind.ADD, OpKind.MUL):
@@ -233,7 +242,8 @@ class _Inserter:
         that only this quantized tensor flows through, and at most up to a
         reshaped tensor that other branches read too."""
         top, reader = src, consumer
-        if not all(self._quantizes(u, src, modules) for u in src.users):
+        if not all(self._quantizes(u, src, modules) or _reads_shape_only(u)
+                   for u in src.users):
             return top, reader
         while classify_node(top, modules) in self.rules.quantize_before:
             # the data input; the others are sizes (``x.view(n, -1)``)
