@@ -33,16 +33,16 @@ __all__ = [
 DEFAULT_MAX_BINNED = 2**18
 
 #: The PTQ passes of the front door when none are given: every layer's
-#: bias corrected in graph order from one quantized pass over a seeded draw
-#: of 16 calibration samples (the float means of the same samples recorded
-#: while calibration ran), in batches of 8 (32 detector pages of 640x640 in
-#: one batch run 1.4x slower on a 2-core CPU, 64 recogniser words 2.8x).
-#: The quantized pass costs what calibration does; on 16 of PP-OCRv4's 64
-#: calibration words and 32 pages it costs a quarter and a half, and the
-#: OpenVINO target reads 99.75 % of 2,000 words (99.70-99.80 % from all),
-#: the detector's map 20.4-20.5 dB from fp32 (21.0 from all).
+#: bias corrected in graph order from one pass over the calibration set,
+#: in batches of 8 (32 detector pages of 640x640 in one batch run 1.4x
+#: slower on a 2-core CPU, 64 recogniser words 2.8x). ``num_samples=16``
+#: halves to quarters the quantized pass on PP-OCRv4 (99.75 % of 2,000
+#: words, detector map 20.4-20.5 dB from fp32 instead of 21.0) but is not
+#: the default: with it, the onnxruntime target's recogniser read by
+#: OpenVINO on one thread agrees with the simulation at 19.1 dB where
+#: float64 agrees at 41 dB, not understood (docs/onnx_models.md).
 DEFAULT_PTQ_PASSES = (dict(type='correct_bias', single_pass=True,
-                           num_samples=16, batch_size=8), )
+                           batch_size=8), )
 
 
 def _quantizer_backend(backend: str):
