@@ -26,7 +26,7 @@ from typing import Dict, List
 import onnx
 
 from ..qparams_table import onnx_constants
-from .passes import FUSING_PRODUCERS, _bias_add_input
+from .passes import FUSING_PRODUCERS, _bias_add_input, graph_links
 
 __all__ = ['quantize_before_layout_ops', 'LAYOUT_OPS']
 
@@ -75,11 +75,7 @@ def quantize_before_layout_ops(model: onnx.ModelProto) -> int:
         int: How many pairs were moved.
     """
     graph = model.graph
-    producers = {o: n for n in graph.node for o in n.output}
-    consumers: Dict[str, List[onnx.NodeProto]] = {}
-    for node in graph.node:
-        for name in node.input:
-            consumers.setdefault(name, []).append(node)
+    producers, consumers = graph_links(graph)
     values = onnx_constants(graph)
     graph_outputs = {o.name for o in graph.output}
     moved = 0

@@ -77,6 +77,16 @@ _PASS_THROUGH = ('Relu', 'Max', 'Min', 'Clip', 'Identity')
 _SHARED_PASS_THROUGH = _PASS_THROUGH + ('MaxPool', )
 
 
+def graph_links(graph: onnx.GraphProto):
+    """``({tensor: producing node}, {tensor: [consuming nodes]})``."""
+    producers = {o: n for n in graph.node for o in n.output}
+    consumers: Dict[str, List[onnx.NodeProto]] = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+    return producers, consumers
+
+
 def _bias_add_input(node: onnx.NodeProto, values: Dict[str, np.ndarray]):
     """The non-constant input of a bias ``Add`` (a constant on one side),
     or None. A linear layer on a 3-D input exports as ``MatMul`` + ``Add``
@@ -168,11 +178,7 @@ def _shared_quantize_inputs(graph: onnx.GraphProto
     ops (``Relu``, ``Clip``: an FPN's extra conv on ``ReLU(P6)``; or
     ``MaxPool``: an FPN's P6 pooled from P5), before the first of them, on
     the shared tensor."""
-    producers = {o: n for n in graph.node for o in n.output}
-    consumers: Dict[str, List[onnx.NodeProto]] = {}
-    for node in graph.node:
-        for name in node.input:
-            consumers.setdefault(name, []).append(node)
+    producers, consumers = graph_links(graph)
     positions = {id(node): p for p, node in enumerate(graph.node)}
     values = onnx_constants(graph)
     found: Dict[Tuple[int, int], float] = {}
@@ -399,11 +405,7 @@ def _linear_layers(graph: onnx.GraphProto):
     """``(activation DQ, weight [K, N], node holding the bias, index of
     the bias input or None)`` of each ``MatMul`` (+ constant ``Add``) and
     ``Gemm`` by a constant weight whose activation has a zero-point."""
-    producers = {o: n for n in graph.node for o in n.output}
-    consumers: Dict[str, List[onnx.NodeProto]] = {}
-    for node in graph.node:
-        for name in node.input:
-            consumers.setdefault(name, []).append(node)
+    producers, consumers = graph_links(graph)
     values = onnx_constants(graph)
     for node in graph.node:
         if node.op_type == 'Gemm':
