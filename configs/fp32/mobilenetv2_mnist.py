@@ -23,6 +23,7 @@ model = dict(head=dict(num_classes=10, topk=(1, )))
 train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
 val_dataloader = dict(dataset=dict(pipeline=test_pipeline))
 test_dataloader = val_dataloader
+calibrate_dataloader = dict(dataset=dict(pipeline=test_pipeline))
 
 # Ten epochs at lr 8e-3: MobileNetV2 trains from scratch more slowly than
 # the ResNet, but each epoch costs about half as much. At the base's 3e-3 it

@@ -50,3 +50,11 @@ val_evaluator = dict(
     ann_file=data_root + 'annotations/val.json',
     metric='bbox')
 test_evaluator = val_evaluator
+
+# PTQ calibration (configs/quantization/ptq/detection/): training canvases
+# through the deterministic test pipeline, without the aspect-ratio batching.
+calibrate_dataloader = dict(
+    batch_size=16,
+    num_workers=0,
+    dataset=dict(train_dataloader['dataset'], pipeline=test_pipeline),
+    sampler=dict(type='DefaultSampler', shuffle=True))

@@ -36,3 +36,7 @@ digits = dict(
                      pipeline=_pipeline),
         sampler=dict(type='DefaultSampler', shuffle=False)),
     ann_file=_data_root + 'annotations/val.json')
+
+# PTQ calibration (configs/quantization/ptq/yolo/): training canvases, 16 a
+# batch, through the deterministic pipeline evaluation uses.
+calibrate_dataloader = dict(digits['train_dataloader'], batch_size=16)

@@ -33,3 +33,9 @@ val_evaluator = dict(type='Accuracy', topk=(1, ))
 
 test_dataloader = val_dataloader
 test_evaluator = val_evaluator
+
+# PTQ calibration: training digits (never the test set) through the
+# deterministic test pipeline, the inputs the deployed model sees.
+calibrate_dataloader = dict(
+    train_dataloader,
+    dataset=dict(train_dataloader['dataset'], pipeline=test_pipeline))

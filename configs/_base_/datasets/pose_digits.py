@@ -60,6 +60,12 @@ pose_val_dataloader = dict(
     _delete_=True, batch_size=50, num_workers=0, drop_last=False,
     sampler=dict(type='DefaultSampler', shuffle=False, round_up=False),
     dataset=dict(pose_val_dataset, pipeline=pose_val_pipeline))
+# PTQ calibration (configs/quantization/ptq/pose/): training digits through
+# the deterministic validation pipeline.
+calibrate_dataloader = dict(
+    batch_size=32, num_workers=0,
+    sampler=dict(type='DefaultSampler', shuffle=True),
+    dataset=dict(pose_train_dataset, pipeline=pose_val_pipeline))
 
 pose_max_epochs = 30
 pose_train_cfg = dict(max_epochs=pose_max_epochs,

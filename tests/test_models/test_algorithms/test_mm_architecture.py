@@ -7,7 +7,7 @@ from mmcls.structures import ClsDataSample
 
 from mmrazor_quant.registry import MODELS, register_all_modules
 from ...skips import CLS_HEAD_SKIPS
-from ...toys import tiny_mbv2, tiny_resnet
+from ...toys import openvino_w8a8, tiny_mbv2, tiny_resnet
 
 register_all_modules(init_default_scope=False)
 
@@ -99,6 +99,35 @@ def test_state_dict_holds_each_tensor_once():
     assert all(k.startswith(('architecture.', 'data_preprocessor.'))
                for k in keys)
     assert any('act_fake_quants' in k for k in keys)
+
+
+def _normalized(model, images):
+    """``model``'s preprocessor applied to uint8 ``images``."""
+    return model.data_preprocessor(dict(inputs=list(images)))['inputs']
+
+
+def test_preprocessor_defaults_to_the_architectures_and_config_wins():
+    """No ``data_preprocessor`` in the config: the wrapper runs the
+    architecture's own (the configs of the detection, YOLO and pose PTQ
+    bases rely on it); one in the config replaces it."""
+    own = dict(type='mmcls.ClsDataPreprocessor', mean=[10., 20., 30.],
+               std=[2., 4., 8.])
+    arch = dict(copy.deepcopy(RESNET), data_preprocessor=own)
+    images = torch.randint(0, 256, (2, 3, 8, 8), dtype=torch.uint8)
+    mean = torch.tensor(own['mean']).view(1, 3, 1, 1)
+    std = torch.tensor(own['std']).view(1, 3, 1, 1)
+
+    model = MODELS.build(openvino_w8a8(arch))
+    assert model.data_preprocessor is model.architecture.data_preprocessor
+    torch.testing.assert_close(_normalized(model, images),
+                               (images.float() - mean) / std)
+
+    given = dict(type='mmcls.ClsDataPreprocessor', mean=[0.] * 3,
+                 std=[1.] * 3)
+    model = MODELS.build(dict(openvino_w8a8(arch), data_preprocessor=given))
+    assert model.data_preprocessor is not \
+        model.architecture.data_preprocessor
+    torch.testing.assert_close(_normalized(model, images), images.float())
 
 
 def test_unknown_forward_mode_is_an_error():

@@ -154,3 +154,14 @@ def test_tracer_enters_only_the_rewrites_of_the_traced_model(monkeypatch):
     resnet = _mmcls_model('mmcls::resnet/resnet18_8xb32_in1k.py')
     CustomTracer().trace_mode(resnet, 'tensor')
     assert entered == ['MMClsCodebase']
+
+
+def test_mmdet_adapter_skips_what_detection_configs_used_to_name():
+    """The digit-canvas detection PTQ configs name no tracer skips: the
+    adapter's defaults hold every head method they named."""
+    import mmdet.models  # noqa: F401  (registers the head classes)
+
+    from ...skips import DET_HEAD_SKIPS
+    skipped = set(MMDetCodebase().skipped_methods)
+    for detector in ('RetinaNet', 'YOLOX'):
+        assert set(DET_HEAD_SKIPS[detector]) <= skipped, detector

@@ -9,14 +9,15 @@
 _base_ = [
     '../../ptq/detection/_base_/yolox_tiny_digits.py',
     '../../_base_/qconfigs/openvino_w8a8_lsq.py',
-    '../../_base_/ddp.py',
+    '../_base_/lsq_3epochs.py',
 ]
 
 model = dict(quantizer=_base_.quantizer)
 
-# Fine-tuning: a tenth of the float run's learning rate, cosine to zero;
-# no weight decay on the learned scales.
-max_epochs = 3
+# Fine-tuning: a tenth of the float run's learning rate, cosine to zero
+# (../_base_/lsq_3epochs.py); no weight decay on the learned scales;
+# validation every epoch, BN statistics frozen from epoch 2.
+max_epochs = _base_.lsq_epochs
 optim_wrapper = dict(
     _delete_=True,
     optimizer=dict(type='AdamW', lr=2e-4, weight_decay=5e-4),
@@ -24,16 +25,9 @@ optim_wrapper = dict(
         norm_decay_mult=0., bias_decay_mult=0.,
         custom_keys={'.scale': dict(decay_mult=0.0)}),
     clip_grad=dict(max_norm=10.))
-param_scheduler = [
-    dict(type='CosineAnnealingLR', T_max=max_epochs, by_epoch=True,
-         convert_to_iter_based=True)
-]
+param_scheduler = _base_.lsq_param_scheduler
 train_cfg = dict(
-    _delete_=True,
-    type='mmrazor_quant.LSQEpochBasedLoop',
-    max_epochs=max_epochs,
-    val_interval=1,
-    freeze_bn_begin=2)
+    _base_.lsq_train_cfg, _delete_=True, val_interval=1, freeze_bn_begin=2)
 val_cfg = dict(_delete_=True, type='mmrazor_quant.QATValLoop')
 test_cfg = dict(_delete_=True, type='TestLoop')
 default_hooks = dict(sync=dict(type='SyncBuffersHook'))

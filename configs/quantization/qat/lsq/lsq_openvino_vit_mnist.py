@@ -10,8 +10,7 @@ global_qconfig = dict(
     a_observer=dict(type='mmrazor_quant.LSQPlusObserver'),
     w_fake_quant=dict(type='mmrazor_quant.LearnableFakeQuantize'),
     a_fake_quant=dict(type='mmrazor_quant.LSQPlusFakeQuantize'),
-    w_qscheme=dict(
-        qdtype='qint8', bit=8, is_symmetry=True, is_symmetric_range=True),
+    # the PTQ config's weight grid; activations on the unsigned one
     a_qscheme=dict(qdtype='quint8', bit=8, is_symmetry=False),
 )
 model = dict(quantizer=dict(global_qconfig=global_qconfig))
