@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo lint test test-fast clean
+.PHONY: venv demo lint test test-all test-fast clean
 
 venv: $(STAMP)
 
@@ -47,8 +47,13 @@ PYTEST := $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 lint: $(STAMP)
 	$(PY) -m ruff check .
 
-# Everything: the linter, then every test.
+# The linter, then every test but the `extended` variants (tests/conftest.py
+# EXTENDED_TESTS): what CI runs, within 15 minutes on the slower CPUs.
 test: $(STAMP) lint slurm-deps
+	$(PYTEST) -m "not extended" tests
+
+# Everything: the linter, then every test, the extended variants too.
+test-all: $(STAMP) lint slurm-deps
 	$(PYTEST) tests
 
 # The fast tier: every test not marked `slow` (pytest.ini).

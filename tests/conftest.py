@@ -29,6 +29,34 @@ SLOW_PATHS = (
 )
 
 
+# Tests that ``make test`` leaves out and ``make test-all`` runs (marked
+# ``extended``, and ``slow`` too): variants of a slow test whose code path a
+# cheaper test of the default run already takes (another model of the same
+# kind, the other fake quant through the same compiler, a second launcher
+# run), chosen from measured durations so that ``make test`` fits its time
+# on the slower CPUs (docs/testing.md). Node ids relative to tests/, without
+# the ``@group`` suffix.
+EXTENDED_TESTS = (
+    'test_models/test_compile.py::'
+    'test_compiled_equals_eager_through_switches[lsq]',
+    'test_models/test_compile.py::test_no_graph_break[fake_quantize]',
+    'test_engine/test_compile_runner.py::test_compiled_runner_matches_eager',
+    'test_slurm/test_slurm_launch.py::test_lsq_qat_slurm_equals_dist_train',
+    'test_zoo/test_mmcls_families.py::'
+    'test_family_quantizes_trains_and_deploys[swin-mmcls]',
+    'test_zoo/test_mmcls_families.py::'
+    'test_family_quantizes_trains_and_deploys[efficientnet-mmcls]',
+    'test_tools/test_mmrazor_verbatim.py::'
+    'test_ptq_config_runs_and_exports_as_its_deploy_cfg[resnet50-tensorrt]',
+    'test_tools/test_mmrazor_verbatim.py::'
+    'test_ptq_config_runs_and_exports_as_its_deploy_cfg[resnet50-openvino]',
+    'test_tools/test_mmrazor_verbatim.py::'
+    'test_ptq_config_runs_and_exports_as_its_deploy_cfg[mbv2-tensorrt]',
+    'test_detection/test_mmrazor_configs.py::'
+    'test_ptq_tool_runs_on_coco_folder[key1]',
+)
+
+
 # Session fixtures that take tens of seconds to build (CPU seconds on a
 # 2-core VNNI Xeon): all their tests run on one pytest-xdist worker.
 COSTLY_SESSION_FIXTURES = (
@@ -54,6 +82,28 @@ def _slow_paths():
         raise pytest.UsageError(
             f'tests/conftest.py SLOW_PATHS names missing paths: {missing}')
     return tuple(p.rstrip(os.sep) for p in paths)
+
+
+def _extended_tests(config, items) -> set:
+    """The collected items ``EXTENDED_TESTS`` names. When whole files are
+    collected, a name that matches none of their tests is an error: a
+    renamed test would otherwise move back into ``make test`` unnoticed."""
+    by_id = {}
+    for item in items:
+        rel = osp.relpath(str(item.path), TESTS).replace(os.sep, '/')
+        by_id[f'{rel}::{item.name}'] = item
+    found = {by_id[n] for n in EXTENDED_TESTS if n in by_id}
+    if any('::' in arg for arg in config.args):
+        return found
+    collected_files = {n.split('::')[0] for n in by_id}
+    missing = [
+        n for n in EXTENDED_TESTS
+        if n.split('::')[0] in collected_files and n not in by_id
+    ]
+    if missing:
+        raise pytest.UsageError(
+            f'tests/conftest.py EXTENDED_TESTS names missing tests: {missing}')
+    return found
 
 
 def _fixture_groups(items) -> dict:
@@ -121,12 +171,16 @@ def pytest_collection_modifyitems(config, items):
     slow = pytest.mark.slow
     # One test Slurm cluster at a time (its daemons use fixed ports).
     slurm = pytest.mark.xdist_group('slurm')
+    extended = _extended_tests(config, items)
     for item in items:
         if 'test_slurm' in item.nodeid.split('/'):
             item.add_marker(slurm)
         path = str(item.path)
         if any(path == p or path.startswith(p + os.sep) for p in slow_paths):
             item.add_marker(slow)
+        if item in extended:
+            item.add_marker(slow)
+            item.add_marker(pytest.mark.extended)
     for item, group in _fixture_groups(items).items():
         item.add_marker(pytest.mark.xdist_group(group))
     _name_xdist_groups(config, items)

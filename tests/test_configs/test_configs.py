@@ -262,13 +262,22 @@ def test_mnist_config_steps_on_random_digits(name):
 
 
 #: Codebase models (mmseg, mmpose, mmyolo, mmdet) take seconds each to
-#: build; their own test files run them, so here they are slow-tier.
+#: build, so they are slow-tier; their OpenVINO PTQ configs build in
+#: ``make test``, the other backends' and the QAT configs on the same
+#: bases only in ``make test-all`` (``extended``, docs/testing.md).
 _CODEBASE_DIRS = ('/segmentation/', '/pose/', '/yolo/', '/detection/')
 
 
+def _codebase_config_marks(name: str) -> tuple:
+    if not any(d in name for d in _CODEBASE_DIRS):
+        return ()
+    if osp.basename(name).startswith('ptq_openvino'):
+        return (pytest.mark.slow, )
+    return (pytest.mark.slow, pytest.mark.extended)
+
+
 @pytest.mark.parametrize('name', [
-    pytest.param(c, marks=pytest.mark.slow)
-    if any(d in c for d in _CODEBASE_DIRS) else c for c in OTHER_CONFIGS
+    pytest.param(c, marks=_codebase_config_marks(c)) for c in OTHER_CONFIGS
 ])
 def test_other_config_builds(name):
     # Configs of other features are exercised by their own tests; here
