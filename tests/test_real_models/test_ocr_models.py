@@ -148,3 +148,23 @@ def test_detector_map_keeps_sqnr(tmp_path):
     iou = ocr.box_iou([ocr.det_boxes(m[None]) for m in fp32],
                       [ocr.det_boxes(m[None]) for m in ours])
     assert iou >= 0.8
+    _assert_int8_deconvolutions(result.onnx_path, inputs.shape[1:])
+
+
+def _assert_int8_deconvolutions(path, sample_shape):
+    """OpenVINO runs the DB head's two ``ConvTranspose`` layers in int8:
+    their weights are quantized per output channel (axis 1), so the
+    quantizer before them fuses into the kernel."""
+    import openvino as ov
+
+    from mmrazor_quant.deploy.openvino.runtime_graph import runtime_layers
+    model = ov.Core().read_model(path)
+    model.reshape({'x': [1, *sample_shape]})
+    compiled = ov.Core().compile_model(
+        model, 'CPU', {'INFERENCE_PRECISION_HINT': 'f32'})
+    layers = runtime_layers(compiled, keys=('layerType', 'runtimePrecision'))
+    deconvolutions = {precision: count
+                      for (kind, precision), count in layers.items()
+                      if kind == 'Deconvolution'}
+    assert sum(deconvolutions.values()) == 2, layers
+    assert set(deconvolutions) <= {'u8', 'i8'}, layers
