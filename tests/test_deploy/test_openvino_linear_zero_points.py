@@ -122,3 +122,78 @@ def test_openvino_export_runs_linear_layers_with_native_scales(
         assert mds.startswith(('src:u8', 'src:s8')), mds
         assert 'attr-scales:wei:' in attrs, attrs
         assert attrs.count('binary_') <= 1, attrs
+
+
+class ConvStack(nn.Module):
+    """Hardswish outputs (asymmetric: they reach -0.375) into a 1x1 conv
+    without bias, a padded depthwise 3x3 and a strided 1x1 with bias."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.pw = nn.Conv2d(8, 16, 1, bias=False)
+        self.dw = nn.Conv2d(16, 16, 3, padding=1, groups=16)
+        self.pw2 = nn.Conv2d(16, 8, 1, stride=2)
+        self.act = nn.Hardswish()
+
+    def forward(self, inputs, data_samples=None, mode='tensor'):
+        x = self.act(self.stem(inputs))
+        x = self.act(self.pw(x))
+        return self.pw2(self.act(self.dw(x)))
+
+
+def _conv_zero_points(model: onnx.ModelProto):
+    values = onnx_constants(model.graph)
+    producers = {o: n for n in model.graph.node for o in n.output}
+    return {n.name: int(values[producers[n.input[0]].input[2]])
+            for n in model.graph.node if n.op_type == 'Conv'
+            and producers.get(n.input[0]) is not None
+            and producers[n.input[0]].op_type == 'DequantizeLinear'}
+
+
+@pytest.mark.filterwarnings('ignore:onnxruntime. . of . biases')
+def test_pad_free_convs_take_their_zero_points_into_the_bias(tmp_path):
+    """The two 1x1 convs lose their input zero-points (the one without
+    bias gains one), the padded convs keep their own; the values
+    are the file's to float rounding; OpenVINO creates no 1x1 conv with a
+    source zero-point attribute."""
+    torch.manual_seed(0)
+    x = torch.randn(32, 3, 12, 12)
+    model = _quantize(ConvStack().eval(), x, U8_ASYM)
+    path = str(tmp_path / 'ort.onnx')
+    export_model(model, x[:2], path, 'onnxruntime')
+    before = onnx.load(path)
+    zero_points = _conv_zero_points(before)
+    assert sorted(zero_points) == ['/dw/Conv', '/pw/Conv', '/pw2/Conv',
+                                   '/stem/Conv']
+    assert all(zero_points[name] for name in ('/dw/Conv', '/pw/Conv',
+                                              '/pw2/Conv'))
+    after = onnx.load(path)
+    assert linear_zero_points_into_bias(after) == 2
+    onnx.checker.check_model(after, full_check=True)
+    folded = _conv_zero_points(after)
+    assert folded['/pw/Conv'] == folded['/pw2/Conv'] == 0
+    # padded: the stem (on the model input) and the depthwise conv
+    assert folded['/dw/Conv'] == zero_points['/dw/Conv']
+    assert folded['/stem/Conv'] == zero_points['/stem/Conv']
+    pw = next(n for n in after.graph.node if n.name == '/pw/Conv')
+    assert len(pw.input) == 3
+    sample = x[:8].numpy()
+    reference = _ort(before, sample)
+    np.testing.assert_allclose(_ort(after, sample), reference,
+                               rtol=1e-4, atol=1e-4 * np.abs(reference).max())
+
+    ov_path = str(tmp_path / 'ov.onnx')
+    result = export_model(model, x[:2], ov_path, 'openvino')
+    assert _conv_zero_points(onnx.load(ov_path))['/pw/Conv'] == 0
+    for runtime in ('openvino', 'onnxruntime'):
+        report = check_parity(result.deploy_model, ov_path, x, runtime=runtime)
+        assert report.sqnr_db >= 40, runtime
+    primitives = onednn_primitives(ov_path, (2, 3, 12, 12),
+                                   {'INFERENCE_PRECISION_HINT': 'f32'})
+    convs = [(impl, attrs) for (kind, impl, _, attrs, _), n
+             in primitives.items() if kind == 'convolution'
+             for _ in range(n)]
+    pointwise = [attrs for impl, attrs in convs if '1x1' in impl]
+    assert pointwise, convs
+    assert not any('zero-points:src' in attrs for attrs in pointwise), convs
