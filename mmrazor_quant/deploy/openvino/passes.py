@@ -47,18 +47,13 @@ precision, as NNCF's model; see :func:`signed_grids_as_int8`).
 A fourth is exact in integers: an asymmetric activation ``s * (q - z)``
 into a linear layer (``MatMul`` or ``Gemm`` by a constant weight ``W``) is
 written as ``s * q`` with the zero-point's share moved into the bias,
-``b - s * z * sum_k W[k, :]``. The plugin's fully connected layers take no
-input zero-point: they subtract ``s * z * sum_k W[k, :]`` as a per-channel
-post-op and then apply the per-channel scales and the bias as two more
-(three binary post-ops on every output, the 6625 classes of PP-OCRv4's CTC
-head among them) instead of native weight scales and one bias add, as
-NNCF's symmetric activations get (see :func:`linear_zero_points_into_bias`).
-Its convolutions take one as a oneDNN runtime attribute
-(``attr-zero-points:src0``), compensated in every call; a ``Conv`` that
-reads no padding (the 1x1 convs of PP-LCNet) gets the same exact rewrite
-(``sum`` over the kernel and its input channels) and runs as NNCF's convs
-do, without the attribute. A padded conv keeps its zero-point: at the
-borders it adds padded zeros of ``x``, which are not zeros of ``q - z``.
+``b - s * z * sum_k W[k, :]``. The plugin's convolutions take an input
+zero-point natively (a oneDNN attribute), its fully connected layers do not:
+they subtract ``s * z * sum_k W[k, :]`` as a per-channel post-op and then
+apply the per-channel scales and the bias as two more (three binary
+post-ops on every output, the 6625 classes of PP-OCRv4's CTC head among
+them) instead of native weight scales and one bias add, as NNCF's symmetric
+activations get (see :func:`linear_zero_points_into_bias`).
 """
 from typing import Dict, List, Tuple
 
@@ -406,23 +401,10 @@ def _activation_zero_point(name: str, producers: Dict[str, onnx.NodeProto],
     return node
 
 
-def _pad_free(conv: onnx.NodeProto) -> bool:
-    """Whether a ``Conv`` reads no padding: then every output sums
-    ``x * W`` over the whole kernel and a zero-point's share is one
-    constant per output channel (padding would add zeros of ``x``, not of
-    ``q - z``, at the borders)."""
-    auto_pad = _attr(conv, 'auto_pad', b'NOTSET')
-    auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) \
-        else auto_pad
-    return auto_pad in ('NOTSET', 'VALID') and \
-        not any(_attr(conv, 'pads', ()))
-
-
 def _linear_layers(graph: onnx.GraphProto):
     """``(activation DQ, weight [K, N], node holding the bias, index of
-    the bias input or None)`` of each ``MatMul`` (+ constant ``Add``),
-    ``Gemm`` and pad-free ``Conv`` (its weight as ``[C/g * k..., O]``) by a
-    constant weight whose activation has a zero-point."""
+    the bias input or None)`` of each ``MatMul`` (+ constant ``Add``) and
+    ``Gemm`` by a constant weight whose activation has a zero-point."""
     producers, consumers = graph_links(graph)
     values = onnx_constants(graph)
     for node in graph.node:
@@ -434,15 +416,6 @@ def _linear_layers(graph: onnx.GraphProto):
             weight = _dequantized_weight(node.input[1], producers, values)
             if weight is not None and _attr(node, 'transB', 0):
                 weight = weight.T
-            bias = (node, 2 if len(node.input) > 2 and node.input[2]
-                    else None)
-        elif node.op_type == 'Conv':
-            if not _pad_free(node) or len(node.input) > 2 and \
-                    node.input[2] and node.input[2] not in values:
-                continue
-            weight = _dequantized_weight(node.input[1], producers, values)
-            if weight is not None:  # [O, C/g, k...] -> [C/g * k..., O]
-                weight = weight.reshape(weight.shape[0], -1).T
             bias = (node, 2 if len(node.input) > 2 and node.input[2]
                     else None)
         elif node.op_type == 'MatMul':
@@ -465,20 +438,18 @@ def _linear_layers(graph: onnx.GraphProto):
 
 def linear_zero_points_into_bias(model: onnx.ModelProto) -> int:
     """Move the zero-point of each asymmetric activation that only a
-    linear layer or a pad-free conv reads (through reshapes and
-    transposes) into that layer's bias (see the module docstring): the
-    ``DequantizeLinear`` gets zero-point 0, the bias
-    ``b - s * z * sum_k W[k, :]`` (a new ``Add`` after a ``MatMul``
-    without one, a bias input of a ``Conv`` or ``Gemm`` without one).
-    The output is the same up to float rounding; the ``QuantizeLinear``
-    and its grid are unchanged.
+    linear layer reads (through reshapes and transposes) into that layer's
+    bias (see the module docstring): the ``DequantizeLinear`` gets
+    zero-point 0, the bias ``b - s * z * sum_k W[k, :]`` (a new ``Add``
+    after a ``MatMul`` without one). The output is the same up to float
+    rounding; the ``QuantizeLinear`` and its grid are unchanged.
 
     Args:
         model (onnx.ModelProto): A QDQ model, modified in place.
 
     Returns:
-        int: How many linear layers and convs take their activation
-        without a zero-point.
+        int: How many linear layers take their activation without a
+        zero-point.
     """
     graph = model.graph
     values = onnx_constants(graph)
@@ -502,11 +473,8 @@ def linear_zero_points_into_bias(model: onnx.ModelProto) -> int:
         dq.input[2] = zero
         if bias_index is not None:
             holder.input[bias_index] = name
-        elif holder.op_type in ('Gemm', 'Conv'):
-            if len(holder.input) > 2:  # an empty name: no bias
-                holder.input[2] = name
-            else:
-                holder.input.append(name)
+        elif holder.op_type == 'Gemm':
+            holder.input.append(name)
         else:  # MatMul: its output through a new bias Add
             unbiased = f'{holder.output[0]}_ov_unbiased'
             appended.append((holder, helper.make_node(
