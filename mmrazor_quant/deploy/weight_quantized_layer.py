@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from mmrazor_quant.models.qat_modules import conv_transpose_forward
 from .qdq_fake_quantize import QDQFakeQuantize
 
 __all__ = ['WeightQuantizedLayer', 'from_qat_module']
@@ -21,8 +22,9 @@ class WeightQuantizedLayer(nn.Module):
     ``q`` exactly either way, and ``fq`` leaves it unchanged in PyTorch.
 
     Args:
-        layer (nn.Module): Float ``nn.Conv{1,2,3}d`` or ``nn.Linear`` holding
-            the folded bias; its weight is replaced by the on-grid one.
+        layer (nn.Module): Float ``nn.Conv{1,2,3}d``,
+            ``nn.ConvTranspose{1,2,3}d`` or ``nn.Linear`` holding the folded
+            bias; its weight is replaced by the on-grid one.
         weight_fake_quant (QDQFakeQuantize): Fixed qparams of the weight.
         with_relu (bool): Apply ReLU after the op. Defaults to False.
     """
@@ -63,20 +65,23 @@ class WeightQuantizedLayer(nn.Module):
         weight = self.weight_fake_quant(self.layer.weight)
         if self.exact_accumulation:
             out = self._exactly_accumulated(x, weight)
-        elif isinstance(self.layer, nn.Linear):
-            out = F.linear(x, weight, self.layer.bias)
         else:
-            out = self.layer._conv_forward(x, weight, self.layer.bias)
+            out = self._op(x, weight, self.layer.bias)
         return F.relu(out) if self.with_relu else out
+
+    def _op(self, x: Tensor, weight: Tensor,
+            bias: Optional[Tensor]) -> Tensor:
+        """The float layer's op with a given weight and bias."""
+        if isinstance(self.layer, nn.Linear):
+            return F.linear(x, weight, bias)
+        if isinstance(self.layer, nn.modules.conv._ConvTransposeNd):
+            return conv_transpose_forward(self.layer, x, weight, bias)
+        return self.layer._conv_forward(x, weight, bias)
 
     def _exactly_accumulated(self, x: Tensor, weight: Tensor) -> Tensor:
         # Products of two float32 grid values are exact in float64 and so
         # are their sums here (far below 2 ** 53 steps): one rounding.
-        if isinstance(self.layer, nn.Linear):
-            out = F.linear(x.double(), weight.double())
-        else:
-            out = self.layer._conv_forward(x.double(), weight.double(), None)
-        out = out.to(x.dtype)
+        out = self._op(x.double(), weight.double(), None).to(x.dtype)
         bias = self.layer.bias
         if bias is None:
             return out

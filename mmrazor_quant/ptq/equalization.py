@@ -58,7 +58,11 @@ def _passes_scale(node: fx.Node, modules: Dict[str, nn.Module],
 
 
 def _is_conv_or_linear(module: nn.Module) -> bool:
-    return isinstance(module, (nn.Linear, nn.modules.conv._ConvNd))
+    """A conv or linear whose weight is ``(out, in, ...)``; a transposed
+    conv's is ``(in, out, ...)``, which the scaling here does not follow,
+    so it is never equalized."""
+    return isinstance(module, (nn.Linear, nn.modules.conv._ConvNd)) and \
+        not isinstance(module, nn.modules.conv._ConvTransposeNd)
 
 
 def find_equalization_pairs(gm: fx.GraphModule,

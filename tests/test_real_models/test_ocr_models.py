@@ -105,6 +105,28 @@ def test_ours_keeps_word_accuracy_in_both_runtimes(rec, rec_ours,
         assert accuracy >= rec_fp32_accuracy - 2.0
 
 
+def _dims(value):
+    return [d.dim_param or d.dim_value
+            for d in value.type.tensor_type.shape.dim]
+
+
+def test_ours_export_keeps_the_files_shapes(rec, rec_ours):
+    """The runtimes see the same input shapes in the export as in the
+    user's file (the recogniser's batch, height and width are dynamic
+    there, so nothing is fixed that OpenVINO or onnxruntime would
+    re-plan differently), and the output is dynamic where the file's is."""
+    import onnx
+    _, result, _ = rec_ours
+    source = onnx.load(rec['model'], load_external_data=False).graph
+    ours = onnx.load(result.onnx_path, load_external_data=False).graph
+    assert [(v.name, _dims(v)) for v in ours.input] == \
+        [(v.name, _dims(v)) for v in source.input]
+    for theirs, mine in zip(source.output, ours.output):
+        assert mine.name == theirs.name
+        assert [isinstance(d, int) and d for d in _dims(mine)] == \
+            [isinstance(d, int) and d for d in _dims(theirs)]
+
+
 def test_ours_export_agrees_with_the_simulation(rec_ours):
     """The recogniser's chain of requantized blocks turns a last-bit
     difference into one-step flips that add up: the simulation computed in
@@ -123,28 +145,75 @@ def test_ours_export_agrees_with_the_simulation(rec_ours):
         assert report.sqnr_db >= bar, (runtime, report)
 
 
-def test_detector_map_keeps_sqnr(tmp_path):
-    from mmrazor_quant.apis import front_door
+@pytest.fixture(scope='module')
+def det(tmp_path_factory):
+    root = tmp_path_factory.mktemp('ocr_det')
     model = ocr.prepared_model(ocr.model_paths()['det'],
-                               str(tmp_path / 'det.onnx'))
+                               str(root / 'det.onnx'))
     calib, _ = ocr.render_pages(NUM_CALIB_PAGES, seed=2)
     pages, _ = ocr.render_pages(NUM_PAGES, seed=3)
     inputs = ocr.det_inputs(pages)
-    folder = _save_folder(str(tmp_path / 'calib'), ocr.det_inputs(calib))
+    return dict(
+        model=model, inputs=inputs, root=root,
+        calib=_save_folder(str(root / 'calib'), ocr.det_inputs(calib)),
+        fp32=ocr.run_batched(_ort(model), inputs))
+
+
+def test_detector_map_keeps_sqnr(det):
+    from mmrazor_quant.apis import front_door
+    inputs = det['inputs']
     qmodel = front_door.quantize_model(
-        front_door.load_model(model), folder, backend='onnxruntime',
-        batch_size=1)
+        front_door.load_model(det['model']), det['calib'],
+        backend='onnxruntime', batch_size=1)
     result, parity = front_door.export_model(
-        qmodel, str(tmp_path / 'det_int8.onnx'), backend='onnxruntime',
+        qmodel, str(det['root'] / 'det_int8.onnx'), backend='onnxruntime',
         parity_data=torch.from_numpy(inputs), example=torch.from_numpy(
             inputs[:1]))
     for runtime, report in parity.items():
         # float64 agrees with the float32 simulation at about 24 dB
         bar = min(35.0, report.float64_sqnr_db - 3.0)
         assert report.sqnr_db >= bar, (runtime, report)
-    fp32 = ocr.run_batched(_ort(model), inputs)
+    fp32 = det['fp32']
     ours = ocr.run_batched(_ort(result.onnx_path), inputs)
     assert ocr.map_sqnr(fp32, ours) >= 15.0
     iou = ocr.box_iou([ocr.det_boxes(m[None]) for m in fp32],
                       [ocr.det_boxes(m[None]) for m in ours])
     assert iou >= 0.8
+
+
+def test_detector_for_openvino_runs_int8_deconvolutions(det):
+    """The OpenVINO target: the DB head's two ``ConvTranspose`` layers run
+    in int8 (their weights quantized per output channel, axis 1, so the
+    quantizer before each fuses into the kernel) and the map keeps its
+    SQNR in OpenVINO."""
+    from benchmarks.onnx_models import openvino_runner
+    from mmrazor_quant.apis import front_door
+    inputs = det['inputs']
+    qmodel = front_door.quantize_model(
+        front_door.load_model(det['model']), det['calib'],
+        backend='openvino', batch_size=1)
+    result, _ = front_door.export_model(
+        qmodel, str(det['root'] / 'det_openvino_int8.onnx'),
+        backend='openvino', example=torch.from_numpy(inputs[:1]))
+    _assert_int8_deconvolutions(result.onnx_path, inputs.shape[1:])
+    ours = ocr.run_batched(openvino_runner(result.onnx_path, 2), inputs)
+    assert ocr.map_sqnr(det['fp32'], ours) >= 15.0
+
+
+def _assert_int8_deconvolutions(path, sample_shape):
+    """OpenVINO runs the DB head's two ``ConvTranspose`` layers in int8:
+    their weights are quantized per output channel (axis 1), so the
+    quantizer before them fuses into the kernel."""
+    import openvino as ov
+
+    from mmrazor_quant.deploy.openvino.runtime_graph import runtime_layers
+    model = ov.Core().read_model(path)
+    model.reshape({'x': [1, *sample_shape]})
+    compiled = ov.Core().compile_model(
+        model, 'CPU', {'INFERENCE_PRECISION_HINT': 'f32'})
+    layers = runtime_layers(compiled, keys=('layerType', 'runtimePrecision'))
+    deconvolutions = {precision: count
+                      for (kind, precision), count in layers.items()
+                      if kind == 'Deconvolution'}
+    assert sum(deconvolutions.values()) == 2, layers
+    assert set(deconvolutions) <= {'u8', 'i8'}, layers

@@ -62,13 +62,14 @@ def _grid_range(quantize: onnx.NodeProto, values: Dict[str, np.ndarray],
     if scale is None or scale.size != 1 or (zp_name
                                             and zp_name not in values):
         return None
-    zero_point = int(values[zp_name]) if zp_name else 0
+    # a per-channel pair of one channel has 1-d qparams of one element
+    zero_point = int(values[zp_name].item()) if zp_name else 0
     elem = types.get(zp_name) or next(
         (a.i for a in quantize.attribute if a.name == 'output_dtype'),
         0) or onnx.TensorProto.UINT8
     if elem not in ONNX_TYPE_MIN:
         return None
-    scale = float(scale)
+    scale = float(scale.item())
     # x quantizes to type_min for every x <= low (and type_max for every
     # x >= high): round(x / s) + z saturates there.
     low = (ONNX_TYPE_MIN[elem] - zero_point + 0.5 - _MARGIN) * scale

@@ -39,6 +39,9 @@ class BaseQATModule:
     _with_relu: ClassVar[bool] = False
     #: The plain float layer class this module replaces.
     _float_cls: ClassVar[type] = nn.Module
+    #: The weight's output-channel axis, along which per-channel qparams
+    #: run (1 for a transposed conv's ``(in, out, k...)`` weight).
+    _weight_ch_axis: ClassVar[int] = 0
 
     weight_fake_quant: BaseFakeQuantize
 
@@ -65,7 +68,7 @@ class BaseQATModule:
             layer (nn.Module): The float layer, of ``cls._float_cls``.
             weight_fake_quant (BaseFakeQuantize): Fake quant of the weight;
                 per-channel qparams are sized to the layer's output
-                channels.
+                channels and run along ``cls._weight_ch_axis``.
 
         Returns:
             The QAT layer, in ``layer``'s train/eval mode.
@@ -86,10 +89,10 @@ class BaseQATModule:
         qat = cls._like(cls, layer)
         qat.weight = layer.weight
         qat.bias = layer.bias
-        # Per-channel qparams follow the weight's axis 0 (the output
-        # channels of a conv or linear).
+        # Per-channel qparams follow the weight's output channels: axis 0
+        # of a conv or linear, axis 1 of a transposed conv.
         qat.weight_fake_quant = prepare_weight_fake_quant(
-            weight_fake_quant, layer.weight.shape[0], layer.weight)
+            weight_fake_quant, layer.weight, cls._weight_ch_axis)
         return qat.train(layer.training)
 
     def _apply_weight(self, x: Tensor, weight: Tensor,

@@ -10,18 +10,21 @@ __all__ = ['freeze_bn_stats', 'update_bn_stats', 'prepare_weight_fake_quant']
 
 
 def prepare_weight_fake_quant(weight_fake_quant: BaseFakeQuantize,
-                              num_channels: int,
-                              weight: Tensor) -> BaseFakeQuantize:
-    """Size a weight fake quant for ``num_channels`` output channels and put
-    it on ``weight``'s device.
+                              weight: Tensor,
+                              ch_axis: int = 0) -> BaseFakeQuantize:
+    """Point a weight fake quant's per-channel qparams at the weight's
+    output channels (axis ``ch_axis``), size them, and put it on
+    ``weight``'s device.
 
     Per-channel qparams are sized before training so the optimizer (for
-    learnable scales) and checkpoints see their final shape.
+    learnable scales) and checkpoints see their final shape. The axis is
+    the layer's, whatever the qconfig says: a qconfig is shared by every
+    layer and a transposed conv keeps its output channels on axis 1.
 
     Args:
         weight_fake_quant (BaseFakeQuantize): The fake quant.
-        num_channels (int): Output channels of the weight (its axis 0).
         weight (Tensor): The weight it will quantize.
+        ch_axis (int): The weight's output-channel axis. Defaults to 0.
 
     Returns:
         BaseFakeQuantize: ``weight_fake_quant`` itself.
@@ -33,8 +36,21 @@ def prepare_weight_fake_quant(weight_fake_quant: BaseFakeQuantize,
         raise TypeError('weight_fake_quant must be a BaseFakeQuantize, got '
                         f'{type(weight_fake_quant).__name__}')
     if weight_fake_quant.is_per_channel:
-        weight_fake_quant.init_qparams_shape(num_channels)
+        _set_channel_axis(weight_fake_quant, ch_axis)
+        weight_fake_quant.init_qparams_shape(weight.shape[ch_axis])
     return weight_fake_quant.to(weight.device)
+
+
+def _set_channel_axis(weight_fake_quant: BaseFakeQuantize,
+                      ch_axis: int) -> None:
+    """Make the fake quant and its observer reduce along ``ch_axis``."""
+    if weight_fake_quant.ch_axis == ch_axis:
+        return
+    weight_fake_quant.qscheme = weight_fake_quant.qscheme.replace(
+        ch_axis=ch_axis)
+    observer = weight_fake_quant.observer
+    if observer is not None:
+        observer.qscheme = observer.qscheme.replace(ch_axis=ch_axis)
 
 
 def _fused_bn_modules(model: nn.Module) -> List[nn.Module]:

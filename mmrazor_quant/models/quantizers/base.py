@@ -93,6 +93,10 @@ class BaseQuantizer(QuantizerAPIMixin, BaseModule):
     backend: ClassVar[Optional[str]] = None
     #: The schemes the backend executes; None accepts any scheme.
     scheme: ClassVar[Optional[BackendSpec]] = None
+    #: Whether transposed convs get fake-quantized weights (per channel on
+    #: axis 1, their output channels); False keeps their weights float
+    #: where the backend's deploy path cannot take them.
+    quantizes_transposed_convs: ClassVar[bool] = True
 
     def __init_subclass__(cls, abstract: bool = False, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
@@ -236,7 +240,8 @@ class BaseQuantizer(QuantizerAPIMixin, BaseModule):
             model, graphs, self._weight_fake_quant, skip=self._keep_float)
         self._modules_cache = dict(model.named_modules())
         swap_qat_modules(
-            model, graphs, self._weight_fake_quant, skip=self._keep_float)
+            model, graphs, self._weight_fake_quant, skip=self._keep_float,
+            transposed_convs=self.quantizes_transposed_convs)
         self._modules_cache = dict(model.named_modules())
         insert_activation_fake_quants(model, graphs, self.rules,
                                       self._activation_fake_quant)

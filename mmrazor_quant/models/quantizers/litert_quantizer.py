@@ -78,6 +78,10 @@ class LiteRTQuantizer(BaseQuantizer):
 
     #: Op kinds whose constant operands are int8 tensors in TFLite.
     constant_operand_ops = frozenset({OpKind.ADD, OpKind.MUL})
+    #: The ONNX-to-TFLite converter writes no TRANSPOSE_CONV
+    #: (:mod:`~mmrazor_quant.deploy.litert.onnx_to_tflite`): a transposed
+    #: conv keeps its float weight.
+    quantizes_transposed_convs = False
 
     def prepare(self, model: nn.Module,
                 forward_modes: Sequence[str] = ('tensor', )

@@ -46,3 +46,7 @@ class NCNNQuantizer(BaseQuantizer):
             qdtypes=('qint8', ), symmetric=True, symmetric_range=True,
             per_channel=False, quant_ranges={8: (-127, 127)}),
         rounding='half_away_from_zero')
+    #: ncnn's ``Deconvolution`` has no int8 path, and its writer takes
+    #: per-channel weight scales on axis 0 only: a transposed conv keeps
+    #: its float weight.
+    quantizes_transposed_convs = False

@@ -65,6 +65,11 @@ class RKNNQuantizer(BaseQuantizer):
         activation=TensorSpec(qdtypes=('qint8', ), symmetric=False,
                               per_channel=False),
         rounding='half_even')
+    #: rknn-toolkit2 re-quantizes the weights it reads
+    #: (:mod:`~mmrazor_quant.deploy.rknn.toolkit_encoding`), which is
+    #: modelled for ``Conv`` and ``Gemm`` only: a transposed conv keeps its
+    #: float weight rather than a grid the toolkit may not keep.
+    quantizes_transposed_convs = False
 
     def _remove_requested(self, model: nn.Module,
                           graphs: Dict[str, fx.Graph]) -> None:
