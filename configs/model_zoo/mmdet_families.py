@@ -43,6 +43,16 @@ families = dict(
                  'ssdlite_mobilenetv2-scratch_8xb24-600e_coco.py',
                  hw=(64, 64)),
     detr=dict(config=_C + 'detr/detr_r18_8xb2-500e_coco.py', hw=(64, 64)),
+    conditional_detr=dict(
+        config=_C + 'conditional_detr/conditional-detr_r50_8xb2-50e_coco.py',
+        hw=(64, 64)),
+    dab_detr=dict(config=_C + 'dab_detr/dab-detr_r50_8xb2-50e_coco.py',
+                  hw=(64, 64)),
+    deformable_detr=dict(
+        config=_C + 'deformable_detr/deformable-detr_r50_16xb2-50e_coco.py',
+        hw=(64, 64)),
+    dino=dict(config=_C + 'dino/dino-4scale_r50_8xb2-12e_coco.py',
+              hw=(64, 64)),
     faster_rcnn=dict(config=_C + 'faster_rcnn/faster-rcnn_r50_fpn_1x_coco.py',
                      hw=(64, 64), min_sqnr_db=25.,
                      why='float32 summation order: the simulation agrees '

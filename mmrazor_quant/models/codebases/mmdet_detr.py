@@ -116,7 +116,8 @@ def check_detection_transformer(model: torch.nn.Module) -> None:
                 f'{key} ({type(module).__name__}), method {owner}.{method}: '
                 'it reads the data samples (padding masks, ground truths, '
                 'image metas) in a per-image loop that the mmdet adapter '
-                "rewrites for DETR's pre_transformer and DETRHead only")
+                "rewrites for DETR's pre_transformer (DETR, Conditional "
+                "DETR, DAB-DETR) and these heads' loss and predict only")
 
 
 def _detr_forward(self, batch_inputs, batch_data_samples=None):
@@ -137,12 +138,21 @@ def _detr_predict(self, batch_inputs, batch_data_samples,
     return add_predictions(batch_data_samples, results_list)
 
 
-def _detr_head_loss(self, hidden_states, batch_data_samples):
-    """``DETRHead.loss`` with the samples unpacked in one graph call; the
-    matching and the losses (``loss_by_feat``) are skipped methods."""
-    outs = self(hidden_states)
+def _detr_head_loss(self, hidden_states, batch_data_samples,
+                    references=None):
+    """``DETRHead.loss`` (and Conditional DETR's, with ``references``)
+    with the samples unpacked in one graph call; the matching and the
+    losses (``loss_by_feat``) are skipped methods."""
+    outs = self(hidden_states) if references is None else self(
+        hidden_states, references)
     unpacked = gt_instances_of(batch_data_samples)
     return self.loss_by_feat(*outs, unpacked[0], unpacked[2])
+
+
+def _decoded(head, outs, batch_data_samples, rescale: bool):
+    return head.predict_by_feat(
+        *outs, batch_img_metas=img_metas_of(batch_data_samples),
+        rescale=rescale)
 
 
 def _detr_head_predict(self, hidden_states, batch_data_samples,
@@ -150,9 +160,22 @@ def _detr_head_predict(self, hidden_states, batch_data_samples,
     """``DETRHead.predict``: the last decoder layer's outputs decoded by
     ``predict_by_feat`` (a skipped method)."""
     outs = self(hidden_states[-1].unsqueeze(0))
-    return self.predict_by_feat(
-        *outs, batch_img_metas=img_metas_of(batch_data_samples),
-        rescale=rescale)
+    return _decoded(self, outs, batch_data_samples, rescale)
+
+
+def _conditional_head_predict(self, hidden_states, references,
+                              batch_data_samples, rescale: bool = True):
+    """``ConditionalDETRHead.predict``: the last layer's queries with the
+    references (one set for every layer)."""
+    outs = self(hidden_states[-1].unsqueeze(0), references)
+    return _decoded(self, outs, batch_data_samples, rescale)
+
+
+def _dab_head_predict(self, hidden_states, references, batch_data_samples,
+                      rescale: bool = True):
+    """``DABDETRHead.predict``: the last layer's queries and anchors."""
+    outs = self(hidden_states[-1].unsqueeze(0), references[-1].unsqueeze(0))
+    return _decoded(self, outs, batch_data_samples, rescale)
 
 
 def _attention_forward(self, query, key=None, value=None, identity=None,
@@ -186,7 +209,11 @@ def detr_rewrites() -> List[Tuple[type, str, Any]]:
     mmcv's attention."""
     try:
         from mmcv.cnn.bricks.transformer import MultiheadAttention
-        from mmdet.models.dense_heads.detr_head import DETRHead
+        from mmdet.models.dense_heads import (
+            ConditionalDETRHead,
+            DABDETRHead,
+            DETRHead,
+        )
         from mmdet.models.detectors.base_detr import DetectionTransformer
         from mmdet.models.detectors.detr import DETR
     except ImportError:  # no mmdet: nothing to rewrite
@@ -196,4 +223,7 @@ def detr_rewrites() -> List[Tuple[type, str, Any]]:
             (DetectionTransformer, 'predict', _detr_predict),
             (DETRHead, 'loss', _detr_head_loss),
             (DETRHead, 'predict', _detr_head_predict),
+            (ConditionalDETRHead, 'loss', _detr_head_loss),
+            (ConditionalDETRHead, 'predict', _conditional_head_predict),
+            (DABDETRHead, 'predict', _dab_head_predict),
             (MultiheadAttention, 'forward', _attention_forward)]
