@@ -20,8 +20,10 @@ __all__ = ['MMDetCodebase']
 
 @CODEBASES.register_module()
 class MMDetCodebase(BaseCodebase):
-    """mmdet single-stage detectors (RetinaNet, YOLOX, ...) and two-stage
-    ones with an RPN and a bbox-only RoI head (Faster R-CNN).
+    """mmdet single-stage detectors (RetinaNet, YOLOX, ...), two-stage
+    ones with an RPN and a bbox-only RoI head (Faster R-CNN) and detection
+    transformers (DETR, Conditional DETR, DAB-DETR: see
+    :mod:`.mmdet_detr`).
 
     Modes: ``tensor`` returns the dense head's per-level outputs (e.g.
     ``(cls_scores, bbox_preds)``), the graph that is exported: decoding and

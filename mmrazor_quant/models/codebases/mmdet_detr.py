@@ -1,24 +1,31 @@
-"""Traceable modes of mmdet's detection transformers (DETR).
+"""Traceable modes of mmdet's detection transformers (DETR, Conditional
+DETR, DAB-DETR).
 
 A ``DetectionTransformer`` builds its padding masks from the data samples
 (``pre_transformer``: one mask per image from its ``img_shape`` inside the
 batch's ``batch_input_shape``) and its positional encoding from the masks;
 its head collects the ground truths and image metas in a loop over the
-samples. As in mmdeploy, the graph treats a batch without data samples
-(``tensor`` mode, the exported graph) as unpadded: every image fills the
-batch, so the masks are all zeros and the positional encoding is that of
-an all-valid mask. ``pre_transformer`` runs as one ``torch.fx.wrap``-ed
-call (:func:`transformer_inputs`) on the samples when there are some
-(``predict`` and ``loss`` keep mmdet's masks of padded batches) and on the
-unpadded stand-in otherwise; the encoder, decoder and head after it are
-traced, so their linears and attention matmuls are quantized. The
-Hungarian matching and the losses (the head's ``loss_by_feat``) and the
-decoding (``predict_by_feat``) stay outside the graph, as a dense head's.
+samples. As in mmdeploy, a batch without data samples (``tensor`` mode,
+the exported graph) is unpadded: every image fills the batch, so the masks
+are all ``False`` and the positional encoding is that of an all-valid
+mask. The rewritten ``pre_transformer`` (:func:`detr_pre_transformer`)
+builds the masks and the encoding in two ``torch.fx.wrap``-ed calls
+(:func:`padding_masks`, :func:`positions_of`), from the samples where
+there are some (``predict`` and ``loss`` keep mmdet's masks of padded
+batches); the encoder, decoder and head after them are traced, so their
+linears and attention matmuls are quantized. The Hungarian matching and
+the losses (the head's ``loss_by_feat``) and the decoding
+(``predict_by_feat``) stay outside the graph, as a dense head's.
+``tensor`` mode ends at the head's outputs of every decoder layer (class
+scores and normalised ``cx, cy, w, h`` boxes).
 
 mmcv's ``MultiheadAttention`` calls torch's ``nn.MultiheadAttention``, a
 ``torch.nn`` module the tracer keeps whole (and so in float); its trace
 writes the attention out (:func:`written_out_attention`, the padding mask
-added to the logits before the softmax).
+added to the logits before the softmax). Conditional DETR's and DAB-DETR's
+``ConditionalAttention`` scales its queries by ``float(size) ** -0.5`` of
+the inputs' shapes, which a trace keeps as a graph value; its trace takes
+the sizes from the module's dimensions.
 """
 from typing import Any, List, Optional, Sequence, Tuple
 
@@ -28,7 +35,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .mmdet_rewrites import add_predictions, gt_instances_of, img_metas_of
-from .mmseg_rewrites import written_out_attention
+from .mmseg_rewrites import masked_logits, written_out_attention
 
 __all__ = [
     'detr_rewrites', 'detr_pre_transformer', 'padding_masks',
@@ -204,6 +211,35 @@ def _attention_forward(self, query, key=None, value=None, identity=None,
     return identity + self.dropout_layer(self.proj_drop(out))
 
 
+def _conditional_forward_attn(self, query, key, value, attn_mask=None,
+                              key_padding_mask=None):
+    """mmdet's ``ConditionalAttention.forward_attn`` with its head sizes
+    and scaling from the module's dimensions, not from the inputs' shapes
+    (a traced ``float(size) ** -0.5`` would be a graph value that the
+    quantizer takes for an activation)."""
+    heads = self.num_heads
+    # a cross attention's queries and keys are content and position joined
+    head_dims = self.embed_dims * (2 if self.cross_attn else 1) // heads
+    v_head_dims = self.embed_dims // heads
+
+    def split_heads(x: Tensor, dims: int) -> Tensor:  # (N, h, L, d)
+        return x.reshape(x.shape[0], -1, heads, dims).transpose(1, 2)
+
+    q = split_heads(query * head_dims**-0.5, head_dims)
+    k = split_heads(key, head_dims)
+    v = split_heads(value, v_head_dims)
+    logits = torch.matmul(q, k.transpose(-2, -1))
+    if attn_mask is not None:  # (L, S) or (N * h, L, S)
+        logits = masked_logits(
+            logits, attn_mask if attn_mask.dim() == 2 else
+            attn_mask.reshape(logits.shape))
+    if key_padding_mask is not None:  # (N, S)
+        logits = masked_logits(logits, key_padding_mask[:, None, None, :])
+    weights = self.attn_drop(torch.softmax(logits, dim=-1))
+    out = torch.matmul(weights, v).transpose(1, 2).flatten(2)
+    return self.out_proj(out), weights.sum(dim=1) / heads
+
+
 def detr_rewrites() -> List[Tuple[type, str, Any]]:
     """``(class, method, replacement)`` of DETR's three modes and of
     mmcv's attention."""
@@ -216,6 +252,9 @@ def detr_rewrites() -> List[Tuple[type, str, Any]]:
         )
         from mmdet.models.detectors.base_detr import DetectionTransformer
         from mmdet.models.detectors.detr import DETR
+        from mmdet.models.layers.transformer.utils import (
+            ConditionalAttention,
+        )
     except ImportError:  # no mmdet: nothing to rewrite
         return []
     return [(DETR, 'pre_transformer', detr_pre_transformer),
@@ -226,4 +265,6 @@ def detr_rewrites() -> List[Tuple[type, str, Any]]:
             (ConditionalDETRHead, 'loss', _detr_head_loss),
             (ConditionalDETRHead, 'predict', _conditional_head_predict),
             (DABDETRHead, 'predict', _dab_head_predict),
-            (MultiheadAttention, 'forward', _attention_forward)]
+            (MultiheadAttention, 'forward', _attention_forward),
+            (ConditionalAttention, 'forward_attn',
+             _conditional_forward_attn)]

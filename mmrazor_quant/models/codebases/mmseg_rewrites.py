@@ -60,7 +60,7 @@ from .training_branches import training_branches
 
 __all__ = [
     'mmseg_rewrites', 'adaptive_avg_pool_by_bins', 'written_out_attention',
-    'seeded_nmf_bases'
+    'masked_logits', 'seeded_nmf_bases'
 ]
 
 #: Seed of the bases a traced ``NMF2D`` starts its factorisation from.
@@ -203,9 +203,9 @@ def written_out_attention(mha: torch.nn.MultiheadAttention, query: Tensor,
     if attn_mask is not None:  # (L, S) or (N * h, L, S)
         mask = attn_mask if attn_mask.dim() == 2 else attn_mask.reshape(
             logits.shape)
-        logits = _masked(logits, mask)
+        logits = masked_logits(logits, mask)
     if key_padding_mask is not None:  # (N, S)
-        logits = _masked(logits, key_padding_mask[:, None, None, :])
+        logits = masked_logits(logits, key_padding_mask[:, None, None, :])
     attn = torch.softmax(logits, dim=-1)
     if dropout is not None:
         attn = dropout(attn)
@@ -214,7 +214,7 @@ def written_out_attention(mha: torch.nn.MultiheadAttention, query: Tensor,
     return mha.out_proj(out)
 
 
-def _masked(logits: Tensor, mask: Tensor) -> Tensor:
+def masked_logits(logits: Tensor, mask: Tensor) -> Tensor:
     """``logits`` with a bool mask's ``True`` positions at ``-inf``, or a
     float mask added (torch's attention masks)."""
     if mask.dtype == torch.bool:
