@@ -10,6 +10,9 @@ FLOAT32_WHY = (
     'quantize: the simulation agrees with itself in float64 about as well '
     "as onnxruntime agrees with it (figure at the end); OpenVINO's int8 "
     'kernels match it closer')
+#: The TraceError of the detection transformers with deformable attention.
+DEFORMABLE_WHY = (r'MultiScaleDeformableAttention\), method '
+                  r'MultiScaleDeformableAttention\.forward')
 
 # yapf: disable
 families = dict(
@@ -48,11 +51,12 @@ families = dict(
         hw=(64, 64)),
     dab_detr=dict(config=_C + 'dab_detr/dab-detr_r50_8xb2-50e_coco.py',
                   hw=(64, 64)),
+    # refused: the adapter's TraceError, asserted by the zoo test
     deformable_detr=dict(
         config=_C + 'deformable_detr/deformable-detr_r50_16xb2-50e_coco.py',
-        hw=(64, 64)),
+        hw=(64, 64), refused=DEFORMABLE_WHY),
     dino=dict(config=_C + 'dino/dino-4scale_r50_8xb2-12e_coco.py',
-              hw=(64, 64)),
+              hw=(64, 64), refused=DEFORMABLE_WHY),
     faster_rcnn=dict(config=_C + 'faster_rcnn/faster-rcnn_r50_fpn_1x_coco.py',
                      hw=(64, 64), min_sqnr_db=25.,
                      why='float32 summation order: the simulation agrees '

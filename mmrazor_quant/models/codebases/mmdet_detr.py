@@ -106,11 +106,26 @@ def check_detection_transformer(model: torch.nn.Module) -> None:
     rewrites do not cover.
 
     Raises:
-        TraceError: Naming the module and method: a ``pre_transformer``
-            other than DETR's, or a head whose ``loss`` / ``predict`` is
-            not ``DETRHead``'s.
+        TraceError: Naming the module and method: a deformable attention
+            (Deformable DETR, DINO), a ``pre_transformer`` other than
+            DETR's, or a head whose ``loss`` / ``predict`` the rewrites do
+            not cover.
     """
     from ..task_modules.tracer.trace_error import TraceError
+    deformable = next(((name, m) for name, m in model.named_modules()
+                       if type(m).__name__ == 'MultiScaleDeformableAttention'),
+                      None)
+    if deformable is not None:
+        raise TraceError(
+            f'model.{deformable[0]} (MultiScaleDeformableAttention), method '
+            'MultiScaleDeformableAttention.forward: it splits its values by '
+            "the levels' sizes read from the spatial_shapes tensor (mmcv's "
+            'CPU path), as '
+            f"{_defining_class(model, 'pre_transformer').__name__}"
+            ".pre_transformer and the encoder's reference points loop over "
+            'it: sizes that are data in a graph; exported, it is a custom '
+            "op (mmdeploy's MMCVMultiScaleDeformableAttention) that neither "
+            'OpenVINO nor onnxruntime has')
     rewritten = {(cls.__name__, name) for cls, name, _ in detr_rewrites()}
     found = [(model, 'model', 'pre_transformer')] + [
         (model.bbox_head, 'model.bbox_head', name)
