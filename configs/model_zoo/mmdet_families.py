@@ -45,7 +45,16 @@ families = dict(
     ssdlite=dict(config=_C + 'ssd/'
                  'ssdlite_mobilenetv2-scratch_8xb24-600e_coco.py',
                  hw=(64, 64)),
-    detr=dict(config=_C + 'detr/detr_r18_8xb2-500e_coco.py', hw=(64, 64)),
+    detr=dict(config=_C + 'detr/detr_r18_8xb2-500e_coco.py', hw=(64, 64),
+              min_sqnr_db=20.,
+              why='the class logits after 6 encoder and 6 decoder layers on '
+              'random weights; per decoder layer the simulation agrees '
+              'with itself in float64 to 28.5-34.5 dB and onnxruntime '
+              'sits at that floor (27.3-32.1 dB), OpenVINO 5-6 dB below it '
+              '(22.0-25.8 dB), most likely its LayerNormalization (31 '
+              'post-norm LayerNorms, each read by a quantizer: the op the '
+              'SegFormer row measured op by op; not cut out here); the '
+              'boxes >= 47.8 dB in OpenVINO, >= 54.6 dB in onnxruntime'),
     conditional_detr=dict(
         config=_C + 'conditional_detr/conditional-detr_r50_8xb2-50e_coco.py',
         hw=(64, 64)),
