@@ -50,10 +50,10 @@ def _status(report, family: dict) -> str:
     if not report.passed:
         stage = report.failed_stage
         error = report.stages.get(stage, 'not run')
-        # a family the adapter refuses: its whole error (module and method)
-        limit = None if 'refused' in family else 160
-        refused = 'refused, ' if 'refused' in family else ''
-        return f'{refused}{stage}: {error[:limit]}'.replace('|', '/')
+        if 'refused' in family:  # the adapter's whole error, not its site
+            error = re.sub(r' \([^()]*:\d+\)$', '', error)
+            return f'refused, {stage}: {error}'.replace('|', '/')
+        return f'{stage}: {error[:160]}'.replace('|', '/')
     floor = family.get('min_sqnr_db', MIN_SQNR_DB)
     low = [r for r, v in report.sqnr_db.items() if v < floor]
     measured = ('' if math.isnan(report.float64_floor_db) else

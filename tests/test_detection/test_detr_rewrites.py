@@ -86,3 +86,38 @@ def test_written_out_attention_is_torchs(with_mask):
     got = written_out_attention(mha, query, key, value,
                                 key_padding_mask=mask)
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_traced_detr_unquantized_is_mmdets_on_an_unpadded_batch():
+    """mmdet's own DETR config traced with the adapter's rewrites, fake
+    quants off: tensor mode (no samples) gives mmdet's outputs for samples
+    whose images fill the batch, and predict the same boxes."""
+    import copy
+
+    from mmrazor_quant.analysis import zoo_check
+    from mmrazor_quant.analysis.model_check import w8a8_model_cfg
+    from mmrazor_quant.models.codebases.mmdet import image_metainfo
+    from mmrazor_quant.models.fake_quants.utils import disable_fake_quant
+    from mmrazor_quant.registry import MODELS
+    cfg = zoo_check.zoo_config('mmdet::detr/detr_r18_8xb2-500e_coco.py')
+    architecture = zoo_check._build_architecture(cfg, 0).eval()
+    float_model = copy.deepcopy(architecture)
+    model_cfg = w8a8_model_cfg(architecture, 'openvino')
+    model_cfg['input_shape'] = (3, 64, 64)
+    model = MODELS.build(model_cfg).eval()
+    disable_fake_quant(model)
+    x = torch.randn(2, 3, 64, 64)
+    samples = [DetDataSample(metainfo=image_metainfo(64, 64))
+               for _ in range(2)]
+    with torch.no_grad():
+        want = float_model._forward(x, copy.deepcopy(samples))
+        got = model(x, mode='tensor')
+        want_pred = float_model.predict(x, copy.deepcopy(samples))
+        pred = model(x, copy.deepcopy(samples), mode='predict')
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
+    for p, w in zip(pred, want_pred):
+        torch.testing.assert_close(p.pred_instances.bboxes,
+                                   w.pred_instances.bboxes, rtol=1e-4,
+                                   atol=1e-3)

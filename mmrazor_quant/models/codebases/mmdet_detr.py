@@ -119,13 +119,12 @@ def check_detection_transformer(model: torch.nn.Module) -> None:
         raise TraceError(
             f'model.{deformable[0]} (MultiScaleDeformableAttention), method '
             'MultiScaleDeformableAttention.forward: it splits its values by '
-            "the levels' sizes read from the spatial_shapes tensor (mmcv's "
-            'CPU path), as '
+            "the levels' sizes read from the spatial_shapes tensor, as "
             f"{_defining_class(model, 'pre_transformer').__name__}"
             ".pre_transformer and the encoder's reference points loop over "
-            'it: sizes that are data in a graph; exported, it is a custom '
-            "op (mmdeploy's MMCVMultiScaleDeformableAttention) that neither "
-            'OpenVINO nor onnxruntime has')
+            'it (data in a graph, not shapes); exported: a custom op '
+            '(MMCVMultiScaleDeformableAttention) neither OpenVINO nor '
+            'onnxruntime has')
     rewritten = {(cls.__name__, name) for cls, name, _ in detr_rewrites()}
     found = [(model, 'model', 'pre_transformer')] + [
         (model.bbox_head, 'model.bbox_head', name)
