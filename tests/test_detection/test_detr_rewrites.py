@@ -118,6 +118,13 @@ def test_traced_detr_unquantized_is_mmdets_on_an_unpadded_batch():
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
     for p, w in zip(pred, want_pred):
+        assert torch.equal(p.pred_instances.labels, w.pred_instances.labels)
+        torch.testing.assert_close(p.pred_instances.scores,
+                                   w.pred_instances.scores, rtol=1e-4,
+                                   atol=1e-5)
+        # a corner is the centre minus half the size, in pixels: 1e-4 of
+        # both at 64 px (the attention's matmuls add in another order than
+        # torch's fused kernel) is ~0.01 px
         torch.testing.assert_close(p.pred_instances.bboxes,
-                                   w.pred_instances.bboxes, rtol=1e-4,
-                                   atol=1e-3)
+                                   w.pred_instances.bboxes, rtol=0,
+                                   atol=0.05)
