@@ -62,14 +62,17 @@ class MMDetCodebase(BaseCodebase):
             )
 
     def check_architecture(self, model: torch.nn.Module) -> None:
-        """Also refuses the detection transformers whose
-        ``pre_transformer`` the adapter does not run outside the graph
-        (:func:`~.mmdet_detr.check_detection_transformer`) and the two-stage
-        detectors other than Faster R-CNN-like ones
+        """Also refuses the detection transformers the rewrites do not
+        cover (:func:`~.mmdet_detr.check_detection_transformer`) and the
+        two-stage detectors other than Faster R-CNN-like ones
         (:func:`check_two_stage`).
 
         Raises:
-            TraceError: Naming the module and method that cannot be traced.
+            TraceError: Naming the module and method: a detection
+                transformer with a deformable attention (Deformable DETR,
+                DINO) or a ``pre_transformer`` / head ``loss`` or
+                ``predict`` without a rewrite; a ``TwoStageDetector`` with
+                a mask, shared or cascade RoI head, or without an RPN.
         """
         super().check_architecture(model)
         from mmdet.models.detectors.base_detr import DetectionTransformer
