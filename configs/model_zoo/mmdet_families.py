@@ -57,7 +57,12 @@ families = dict(
               'boxes >= 47.8 dB in OpenVINO, >= 54.6 dB in onnxruntime'),
     conditional_detr=dict(
         config=_C + 'conditional_detr/conditional-detr_r50_8xb2-50e_coco.py',
-        hw=(64, 64)),
+        hw=(64, 64),
+        why='boxes alike only in part because its decoding keeps the top '
+        '100 of 300 queries x 80 sigmoid scores, which random weights tie: '
+        'the top 200 lie within 0.0012 of each other and the 100th and '
+        "101st within 4e-7, below the runtime's score differences (up to "
+        '0.002), so which queries make the top 100 changes, not the boxes'),
     dab_detr=dict(config=_C + 'dab_detr/dab-detr_r50_8xb2-50e_coco.py',
                   hw=(64, 64)),
     # refused: the adapter's TraceError, asserted by the zoo test
