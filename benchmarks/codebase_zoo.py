@@ -50,6 +50,9 @@ def _status(report, family: dict) -> str:
     if not report.passed:
         stage = report.failed_stage
         error = report.stages.get(stage, 'not run')
+        if 'refused' in family:  # the adapter's whole error, not its site
+            error = re.sub(r' \([^()]*:\d+\)$', '', error)
+            return f'refused, {stage}: {error}'.replace('|', '/')
         return f'{stage}: {error[:160]}'.replace('|', '/')
     floor = family.get('min_sqnr_db', MIN_SQNR_DB)
     low = [r for r, v in report.sqnr_db.items() if v < floor]

@@ -10,7 +10,10 @@ from mmrazor_quant.registry import DEPLOY_HEADS
 from .deploy_heads import BaseDeployHead
 from .parity import Agreement
 
-__all__ = ['is_detector', 'DetectionDeployHead', 'BOX_CORNER_TOL']
+__all__ = [
+    'is_detector', 'is_detection_transformer', 'DetectionDeployHead',
+    'BOX_CORNER_TOL'
+]
 
 
 def is_detector(qmodel: nn.Module) -> bool:
@@ -20,7 +23,18 @@ def is_detector(qmodel: nn.Module) -> bool:
     architecture = getattr(qmodel, 'architecture', None)
     head = getattr(architecture, 'bbox_head', None)
     return (head is not None and hasattr(head, 'prior_generator')
-            or is_two_stage(qmodel))
+            or is_two_stage(qmodel) or is_detection_transformer(qmodel))
+
+
+def is_detection_transformer(qmodel: nn.Module) -> bool:
+    """Whether ``qmodel`` wraps an mmdet ``DetectionTransformer`` (DETR):
+    its export ends at the head's outputs of every decoder layer."""
+    try:
+        from mmdet.models.detectors.base_detr import DetectionTransformer
+    except ImportError:
+        return False
+    return isinstance(getattr(qmodel, 'architecture', None),
+                      DetectionTransformer)
 
 
 def is_two_stage(qmodel: nn.Module) -> bool:
@@ -52,6 +66,9 @@ def _decoded(qmodel: nn.Module, flat: List[Tensor], metas: List[dict],
     if is_two_stage(qmodel):
         return _decode_two_stage(architecture, flat, metas, rescale)
     head = architecture.bbox_head
+    if is_detection_transformer(qmodel):  # the last layer's queries
+        return head.predict_by_feat(*flat, batch_img_metas=metas,
+                                    rescale=rescale)
     return _decode(head, flat, len(head.prior_generator.strides), metas,
                    rescale)
 
@@ -86,9 +103,10 @@ def _box_agreement(sim, rt) -> float:
 
 @DEPLOY_HEADS.register_module(name='detection')
 class DetectionDeployHead(BaseDeployHead):
-    """Dense-head and two-stage detectors (the ``detection`` task): every
-    head output compared (a two-stage detector's RPN outputs, its rois and
-    its RoI head's outputs), and the boxes both decode to with the
+    """Dense-head, two-stage and DETR detectors (the ``detection`` task):
+    every head output compared (a two-stage detector's RPN outputs, its
+    rois and its RoI head's outputs; a DETR's class scores and boxes of
+    every decoder layer), and the boxes both decode to with the
     detector's own head
     (same label, and IoU >= 0.9 or every corner within
     :data:`BOX_CORNER_TOL` pixels: the share of the simulation's boxes the
@@ -100,7 +118,8 @@ class DetectionDeployHead(BaseDeployHead):
             raise ValueError(
                 f'{type(qmodel.architecture).__name__}: the detection '
                 'deploy head needs a dense head (bbox_head with a '
-                'prior_generator) or an rpn_head and a roi_head')
+                'prior_generator), an rpn_head and a roi_head, or a '
+                'DetectionTransformer')
 
     def summarise(self, qmodel, sim, runtime, inputs, data_samples):
         h, w = inputs.shape[-2:]

@@ -6,6 +6,7 @@ import torch
 
 from mmrazor_quant.registry import CODEBASES
 from .base import BaseCodebase, overriding_methods
+from .mmdet_detr import check_detection_transformer, detr_rewrites
 from .mmdet_rewrites import mmdet_rewrites
 from .mmdet_two_stage import (
     check_two_stage,
@@ -19,8 +20,10 @@ __all__ = ['MMDetCodebase']
 
 @CODEBASES.register_module()
 class MMDetCodebase(BaseCodebase):
-    """mmdet single-stage detectors (RetinaNet, YOLOX, ...) and two-stage
-    ones with an RPN and a bbox-only RoI head (Faster R-CNN).
+    """mmdet single-stage detectors (RetinaNet, YOLOX, ...), two-stage
+    ones with an RPN and a bbox-only RoI head (Faster R-CNN) and detection
+    transformers (DETR, Conditional DETR, DAB-DETR: see
+    :mod:`.mmdet_detr`).
 
     Modes: ``tensor`` returns the dense head's per-level outputs (e.g.
     ``(cls_scores, bbox_preds)``), the graph that is exported: decoding and
@@ -40,46 +43,42 @@ class MMDetCodebase(BaseCodebase):
 
     @property
     def skipped_methods(self) -> Tuple[str, ...]:
-        """The dense heads' ``loss_by_feat`` and ``predict_by_feat`` (box
-        assignment, decoding and NMS, which read the data samples), on
-        ``BaseDenseHead`` and every head class that overrides them; and
+        """The dense heads' and DETR heads' ``loss_by_feat`` and
+        ``predict_by_feat`` (box assignment or Hungarian matching, decoding
+        and NMS, which read the data samples), on ``BaseDenseHead``,
+        ``DETRHead`` and every head class that overrides them; and
         TOOD's ``deform_sampling`` (mmcv's deformable convolution called as
         a function: it stays float, as the ``DeformConv2d`` leaves do)."""
         try:
             from mmdet.models.dense_heads.base_dense_head import BaseDenseHead
+            from mmdet.models.dense_heads.detr_head import DETRHead
         except ImportError:
             return ()
-        return overriding_methods(
-            BaseDenseHead, ('loss_by_feat', 'predict_by_feat')) + (
+        by_feat = ('loss_by_feat', 'predict_by_feat')
+        return overriding_methods(BaseDenseHead, by_feat) + \
+            overriding_methods(DETRHead, by_feat) + (
                 # a deformable convolution called as a function
                 'mmdet.models.dense_heads.tood_head.TOODHead.deform_sampling',
             )
 
     def check_architecture(self, model: torch.nn.Module) -> None:
-        """Also refuses DETRs and the two-stage detectors other than
-        Faster R-CNN-like ones (:func:`check_two_stage`).
+        """Also refuses the detection transformers the rewrites do not
+        cover (:func:`~.mmdet_detr.check_detection_transformer`) and the
+        two-stage detectors other than Faster R-CNN-like ones
+        (:func:`check_two_stage`).
 
         Raises:
-            TraceError: For a ``DetectionTransformer`` (DETR, DINO, ...):
-                its ``pre_transformer`` asserts data samples and builds the
-                padding masks in a loop over them, also in tensor mode, and
-                its head (no dense head) loops over the samples in ``loss``
-                and ``predict``; this adapter has no rewrite of them. For a
-                ``TwoStageDetector`` with a mask, shared or cascade RoI
-                head, or without an RPN.
+            TraceError: Naming the module and method: a detection
+                transformer with a deformable attention (Deformable DETR,
+                DINO) or a ``pre_transformer`` / head ``loss`` or
+                ``predict`` without a rewrite; a ``TwoStageDetector`` with
+                a mask, shared or cascade RoI head, or without an RPN.
         """
         super().check_architecture(model)
         from mmdet.models.detectors.base_detr import DetectionTransformer
         from mmdet.models.detectors.two_stage import TwoStageDetector
-
-        from ..task_modules.tracer.trace_error import TraceError
         if isinstance(model, DetectionTransformer):
-            raise TraceError(
-                f'{type(model).__name__}.pre_transformer (bbox_head: '
-                f'{type(model.bbox_head).__name__}): the padding masks are '
-                'built from the data samples in a per-image loop, which '
-                'tensor mode (the exported graph) needs too; the mmdet '
-                'adapter traces dense-head and two-stage detectors only')
+            check_detection_transformer(model)
         if isinstance(model, TwoStageDetector):
             check_two_stage(model)
 
@@ -113,11 +112,11 @@ class MMDetCodebase(BaseCodebase):
     @contextlib.contextmanager
     def tracer_rewrites(self) -> Iterator[None]:
         """Swap mmdet's sample-looping methods for traceable ones (those of
-        the dense heads and single-stage detectors, and the three modes of
-        two-stage detectors); RoI extractors and deformable convolutions
-        are float leaves."""
+        the dense heads and single-stage detectors, the three modes of
+        two-stage detectors and of DETRs, mmcv's attention); RoI
+        extractors and deformable convolutions are float leaves."""
         with mmdet_rewrites(), swapped_methods(two_stage_rewrites()), \
-                float_leaves():
+                swapped_methods(detr_rewrites()), float_leaves():
             yield
 
 

@@ -47,7 +47,7 @@ factorises from them as the module does with ``rand_init=False``, as
 deployments of SegNeXt fix them.
 """
 import contextlib
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 from unittest import mock
 
 import torch
@@ -60,7 +60,7 @@ from .training_branches import training_branches
 
 __all__ = [
     'mmseg_rewrites', 'adaptive_avg_pool_by_bins', 'written_out_attention',
-    'seeded_nmf_bases'
+    'masked_logits', 'seeded_nmf_bases'
 ]
 
 #: Seed of the bases a traced ``NMF2D`` starts its factorisation from.
@@ -169,13 +169,26 @@ def _ppm_forward(self, x: Tensor) -> List[Tensor]:
 
 
 def written_out_attention(mha: torch.nn.MultiheadAttention, query: Tensor,
-                          key_value: Tensor) -> Tensor:
+                          key_value: Tensor, value: Optional[Tensor] = None,
+                          attn_mask: Optional[Tensor] = None,
+                          key_padding_mask: Optional[Tensor] = None,
+                          dropout: Optional[Callable[[Tensor], Tensor]] = None
+                          ) -> Tensor:
     """``mha(query, key_value, key_value)[0]`` for batch-first ``(N, L,
     E)`` inputs of a ``nn.MultiheadAttention`` with one packed
-    ``in_proj_weight``, written out in traceable ops (no mask, no bias_k /
-    bias_v)."""
+    ``in_proj_weight``, written out in traceable ops (no bias_k / bias_v).
+
+    Args:
+        value (Tensor, optional): The values when they are not the keys
+            (``key_value``). Defaults to None.
+        attn_mask, key_padding_mask (Tensor, optional): As torch takes them:
+            ``True`` (bool) masks a position out, a float mask is added to
+            the logits. Defaults to None.
+        dropout (callable, optional): Applied to the attention weights.
+    """
     embed, heads = mha.embed_dim, mha.num_heads
     dim = embed // heads
+    value = key_value if value is None else value
     w_q, w_k, w_v = mha.in_proj_weight.chunk(3)
     b_q, b_k, b_v = (None, ) * 3 if mha.in_proj_bias is None else \
         mha.in_proj_bias.chunk(3)
@@ -185,12 +198,28 @@ def written_out_attention(mha: torch.nn.MultiheadAttention, query: Tensor,
 
     q = split_heads(F.linear(query, w_q, b_q))
     k = split_heads(F.linear(key_value, w_k, b_k))
-    v = split_heads(F.linear(key_value, w_v, b_v))
-    attn = torch.softmax(
-        torch.matmul(q * dim**-0.5, k.transpose(-2, -1)), dim=-1)
+    v = split_heads(F.linear(value, w_v, b_v))
+    logits = torch.matmul(q * dim**-0.5, k.transpose(-2, -1))
+    if attn_mask is not None:  # (L, S) or (N * h, L, S)
+        mask = attn_mask if attn_mask.dim() == 2 else attn_mask.reshape(
+            logits.shape)
+        logits = masked_logits(logits, mask)
+    if key_padding_mask is not None:  # (N, S)
+        logits = masked_logits(logits, key_padding_mask[:, None, None, :])
+    attn = torch.softmax(logits, dim=-1)
+    if dropout is not None:
+        attn = dropout(attn)
     out = torch.matmul(attn, v).transpose(1, 2)
     out = out.reshape(out.shape[0], -1, embed)
     return mha.out_proj(out)
+
+
+def masked_logits(logits: Tensor, mask: Tensor) -> Tensor:
+    """``logits`` with a bool mask's ``True`` positions at ``-inf``, or a
+    float mask added (torch's attention masks)."""
+    if mask.dtype == torch.bool:
+        return logits.masked_fill(mask, float('-inf'))
+    return logits + mask
 
 
 def _efficient_attention_forward(self, x: Tensor, hw_shape,
