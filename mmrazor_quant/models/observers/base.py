@@ -10,13 +10,25 @@ from mmrazor_quant.compat.torch_style import WithArgsMixin
 from mmrazor_quant.structures.quantization import QSchema
 from mmrazor_quant.utils.tensor_checks import check_all
 
-__all__ = ['BaseObserver']
+__all__ = ['BaseObserver', 'flat_in_memory_order']
 
 
 def _is_distributed() -> bool:
     """Whether an initialised process group has more than one rank."""
     return (dist.is_available() and dist.is_initialized()
             and dist.get_world_size() > 1)
+
+
+def flat_in_memory_order(x: Tensor) -> Tensor:
+    """All of ``x`` as one dimension, in the order its values lie in
+    memory: a view of any dense layout (a conv's channels-last output
+    included, which ``reshape(-1)`` would copy). For per-tensor statistics,
+    which do not depend on the order of the values."""
+    if x.is_contiguous():
+        return x.view(-1)
+    order = sorted(range(x.dim()), key=lambda d: -x.stride(d))
+    dense = x.permute(order)
+    return dense.view(-1) if dense.is_contiguous() else x.reshape(-1)
 
 
 class BaseObserver(WithArgsMixin, nn.Module):
@@ -156,7 +168,7 @@ class BaseObserver(WithArgsMixin, nn.Module):
         """
         x = x.float()
         if not self.per_channel:
-            return x.reshape(-1)
+            return flat_in_memory_order(x)
         axis = self.ch_axis
         if not -x.dim() <= axis < x.dim():
             raise ValueError(

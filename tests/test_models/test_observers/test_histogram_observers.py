@@ -8,10 +8,16 @@ from mmrazor_quant.models.observers import (
     HistogramMSEObserver,
     HistogramObserver,
     KLObserver,
+    MinMaxObserver,
     PercentileObserver,
 )
+from mmrazor_quant.models.observers.base import flat_in_memory_order
 from mmrazor_quant.models.observers.histogram_base import rebin_histogram
 from mmrazor_quant.models.observers.kl import kl_threshold_bins
+from mmrazor_quant.models.observers.utils import (
+    clip_ratio_candidates,
+    lp_clip_errors,
+)
 from mmrazor_quant.registry import MODELS
 from mmrazor_quant.structures.quantization import QSchema
 
@@ -203,8 +209,12 @@ def test_max_binned_at_or_above_the_batch_bins_every_value():
 def test_max_binned_samples_the_counts_not_the_range(cls):
     """A sampled batch: extremes and range from every value, counts weighted
     to the batch's size, each bin within sampling error of the full count,
-    the MSE range within 1 % of the exact one (KL's threshold hangs on a
-    few tail bins: not compared); seeded, so repeatable."""
+    and the MSE range as good as the exact one: its squared error over the
+    full histogram within 1 % of the best candidate's (KL's threshold hangs
+    on a few tail bins: not compared); seeded, so repeatable. (The range
+    itself is not compared: on Student-t tails the error is flat over a
+    wide band of ranges, and independent draws of 2^16 values land 0.6-1.6x
+    the exact one at the same 1.00-1.01x error.)"""
     torch.manual_seed(1)
     # heavy-tailed, like a trained network's activations
     x = torch.distributions.StudentT(3.).sample((2**20, ))
@@ -228,13 +238,50 @@ def test_max_binned_samples_the_counts_not_the_range(cls):
             5 * sampled_counts.sqrt()).all()
     if cls is KLObserver:
         return
-    lo_e, hi_e = exact.clip_range()
+    edges = exact.bin_edges().float()
+    centres = ((edges[:-1] + edges[1:]) / 2)[None]
     lo_s, hi_s = sampled.clip_range()
-    assert hi_s.item() == pytest.approx(hi_e.item(), rel=0.01)
-    assert lo_s.item() == pytest.approx(lo_e.item(), rel=0.01)
+    alphas = torch.cat([clip_ratio_candidates(exact.num_candidates),
+                        (hi_s / exact.max_val).reshape(1)])
+    errors = lp_clip_errors(centres, exact.min_val[None], exact.max_val[None],
+                            alphas, exact.qscheme, 2.0,
+                            exact.histogram.float()[None])[:, 0]
+    # one clipping ratio for both ends
+    assert lo_s.item() == pytest.approx(
+        alphas[-1].item() * exact.min_val.item(), rel=1e-5)
+    assert errors[-1].item() <= 1.01 * errors[:-1].min().item()
 
 
 @pytest.mark.parametrize('bad', [0, -1, 2.5, True])
 def test_max_binned_must_be_a_positive_int(bad):
     with pytest.raises(ValueError, match='max_binned'):
         HistogramMSEObserver(max_binned=bad)
+
+
+@pytest.mark.parametrize('cls', [HistogramMSEObserver, MinMaxObserver])
+def test_a_channels_last_batch_is_observed_as_its_contiguous_copy(cls):
+    """Per-tensor statistics read a channels-last activation in memory
+    order (no copy): the same extremes, counts and range as the
+    contiguous tensor holding the same values."""
+    torch.manual_seed(0)
+    x = torch.distributions.StudentT(3.).sample((2, 8, 5, 7))
+    strided = x.to(memory_format=torch.channels_last)
+    assert not strided.is_contiguous()
+    plain, permuted = cls(), cls()
+    plain(x)
+    permuted(strided)
+    for name, buf in plain.named_buffers():
+        assert torch.equal(buf, dict(permuted.named_buffers())[name]), name
+    assert torch.equal(torch.stack(plain.calculate_qparams()),
+                       torch.stack(permuted.calculate_qparams()))
+
+
+def test_flat_in_memory_order_is_a_view_of_a_dense_layout():
+    x = torch.arange(24.).reshape(1, 2, 3, 4)
+    strided = x.to(memory_format=torch.channels_last)
+    flat = flat_in_memory_order(strided)
+    assert flat.data_ptr() == strided.data_ptr()
+    assert sorted(flat.tolist()) == list(range(24))
+    sliced = x[..., ::2]  # not dense: a copy, every value once
+    assert sorted(flat_in_memory_order(sliced).tolist()) == sorted(
+        sliced.reshape(-1).tolist())
