@@ -1,5 +1,4 @@
 """A histogram whose range grows with the data, for calibration observers."""
-import functools
 import math
 from typing import Optional, Tuple
 
@@ -11,35 +10,7 @@ from mmrazor_quant.utils.threads import one_cpu_thread
 from .base import BaseObserver
 from .utils import interp
 
-__all__ = ['BaseHistogramObserver', 'rebin_histogram', 'sample_positions']
-
-
-@functools.lru_cache(maxsize=4)
-def _stratum_points(count: int, device: str) -> Tensor:
-    """``i + u_i`` for ``i < count``, ``u_i`` uniform in ``[0, 1)`` (seed
-    0), float64."""
-    generator = torch.Generator(device).manual_seed(0)
-    return torch.rand(count, generator=generator, dtype=torch.float64,
-                      device=device).add_(
-                          torch.arange(count, dtype=torch.float64,
-                                       device=device))
-
-
-@functools.lru_cache(maxsize=16)
-def sample_positions(numel: int, count: int, device: str = 'cpu') -> Tensor:
-    """``count`` positions in ``[0, numel)``, one drawn uniformly in each
-    of ``count`` equal strata (seed 0), ascending.
-
-    A pure function of its arguments, cached: every batch of that size (of
-    any observer) bins the values at the same positions, so they are drawn
-    once, not once per batch; they come sorted (no sort, and reading them
-    in order follows memory: a 2^18 sample of 2M floats reads 8x faster
-    than at unsorted positions), and a stratified sample estimates the
-    counts of a batch with spatial structure at least as well as an
-    independent one.
-    """
-    points = _stratum_points(count, device) * (numel / count)
-    return points.floor_().long().clamp_(max=numel - 1)
+__all__ = ['BaseHistogramObserver', 'rebin_histogram']
 
 
 def rebin_histogram(hist: Tensor, old_lo: float, old_hi: float,
@@ -58,6 +29,20 @@ def rebin_histogram(hist: Tensor, old_lo: float, old_hi: float,
     new_edges = torch.linspace(new_lo, new_hi, bins + 1, **kwargs)
     cdf = torch.cat([hist.new_zeros(1), hist.cumsum(0)])
     return torch.diff(interp(new_edges, old_edges, cdf.double())).to(hist)
+
+
+def _memory_offsets(index: Tensor, x: Tensor, flat: Tensor) -> Tensor:
+    """Where the values at row-major positions ``index`` of ``x`` lie in
+    ``flat``: ``flat`` is ``x``'s memory in order (a channels-last batch
+    read without a copy, see :func:`~.base.flat_in_memory_order`) or, for
+    a layout that is not dense, a row-major copy."""
+    if x.is_contiguous() or flat.data_ptr() != x.data_ptr():
+        return index
+    offsets = torch.zeros_like(index)
+    for size, stride in zip(reversed(x.shape), reversed(x.stride())):
+        offsets += (index % size) * stride
+        index = index // size
+    return offsets
 
 
 class BaseHistogramObserver(BaseObserver):
@@ -79,10 +64,10 @@ class BaseHistogramObserver(BaseObserver):
     ``max_binned`` bounds the cost of large activations (a detector's
     640 x 640 maps hold tens of millions of values a batch, and binning is
     the slowest part of calibration): a batch with more values bins a
-    stratified random sample of ``max_binned`` of them (one in each of
-    ``max_binned`` equal runs of memory, :func:`sample_positions`: seeded,
-    the same for every batch of a size, so calibration is repeatable)
-    and weights its counts by ``numel / max_binned``. The
+    uniform random sample of ``max_binned`` of them (seeded, so calibration
+    is repeatable) and weights its counts by ``numel / max_binned``
+    (the values it picks are read where they lie in memory: a channels-last
+    batch is not copied). The
     extremes ``min_val``/``max_val`` and the histogram's range still come
     from every value; only the counts inside the range are estimated, each
     bin to a relative error of about ``1 / sqrt(its sampled count)``.
@@ -99,6 +84,7 @@ class BaseHistogramObserver(BaseObserver):
     """
 
     defers_qparams = True
+    reads_order_free = True
 
     def __init__(self,
                  qscheme: Optional[QSchema] = None,
@@ -115,6 +101,7 @@ class BaseHistogramObserver(BaseObserver):
                              f'positive int or None, got {max_binned!r}')
         self.bins = bins
         self.max_binned = max_binned
+        self._sampler: Optional[torch.Generator] = None
         self._register_stat('min_val', math.inf)
         self._register_stat('max_val', -math.inf)
         # float64 so the stored range is exactly the one the counts use.
@@ -141,23 +128,31 @@ class BaseHistogramObserver(BaseObserver):
         return float(min_val), float(max_val)
 
     def _observe(self, x: Tensor) -> None:
-        x = self._channel_view(x)
-        min_val, max_val = self._reduce_min_max(*torch.aminmax(x))
+        x = x.float()
+        flat = self._channel_view(x)
+        min_val, max_val = self._reduce_min_max(*torch.aminmax(flat))
         self.min_val = torch.minimum(self.min_val, min_val)
         self.max_val = torch.maximum(self.max_val, max_val)
         lo, hi = self._grow_range(*self._hist_bounds(min_val, max_val))
-        values, weight = self._binned_values(x)
+        values, weight = self._binned_values(x, flat)
         batch = torch.histc(self._hist_input(values), self.bins, lo, hi)
         self.histogram += self._all_reduce(batch.double() * weight, 'sum')
 
-    def _binned_values(self, x: Tensor) -> Tuple[Tensor, float]:
+    def _binned_values(self, x: Tensor, flat: Tensor) -> Tuple[Tensor, float]:
         """The values to bin and the weight of each one's count: all of
-        ``x``, or ``max_binned`` of them at :func:`sample_positions`."""
-        numel = x.numel()
+        ``x`` (``flat``, its values in memory order), or ``max_binned`` of
+        them drawn uniformly (``x.reshape(-1)[index]``, read where they lie
+        in ``flat``)."""
+        numel = flat.numel()
         if self.max_binned is None or numel <= self.max_binned:
-            return x, 1.
-        index = sample_positions(numel, self.max_binned, str(x.device))
-        return x.reshape(-1).index_select(0, index), numel / self.max_binned
+            return flat, 1.
+        if self._sampler is None or self._sampler.device != x.device:
+            self._sampler = torch.Generator(x.device).manual_seed(0)
+        index = torch.randint(
+            numel, (self.max_binned, ),
+            generator=self._sampler,
+            device=x.device)
+        return flat[_memory_offsets(index, x, flat)], numel / self.max_binned
 
     def _grow_range(self, lo: float, hi: float) -> Tuple[float, float]:
         """Widen the histogram to cover ``[lo, hi]``; returns the range."""

@@ -9,15 +9,12 @@ from mmrazor_quant.models.observers import (
     HistogramObserver,
     KLObserver,
     MinMaxObserver,
+    MSEObserver,
     PercentileObserver,
 )
 from mmrazor_quant.models.observers.base import flat_in_memory_order
 from mmrazor_quant.models.observers.histogram_base import rebin_histogram
 from mmrazor_quant.models.observers.kl import kl_threshold_bins
-from mmrazor_quant.models.observers.utils import (
-    clip_ratio_candidates,
-    lp_clip_errors,
-)
 from mmrazor_quant.registry import MODELS
 from mmrazor_quant.structures.quantization import QSchema
 
@@ -209,12 +206,8 @@ def test_max_binned_at_or_above_the_batch_bins_every_value():
 def test_max_binned_samples_the_counts_not_the_range(cls):
     """A sampled batch: extremes and range from every value, counts weighted
     to the batch's size, each bin within sampling error of the full count,
-    and the MSE range as good as the exact one: its squared error over the
-    full histogram within 1 % of the best candidate's (KL's threshold hangs
-    on a few tail bins: not compared); seeded, so repeatable. (The range
-    itself is not compared: on Student-t tails the error is flat over a
-    wide band of ranges, and independent draws of 2^16 values land 0.6-1.6x
-    the exact one at the same 1.00-1.01x error.)"""
+    the MSE range within 1 % of the exact one (KL's threshold hangs on a
+    few tail bins: not compared); seeded, so repeatable."""
     torch.manual_seed(1)
     # heavy-tailed, like a trained network's activations
     x = torch.distributions.StudentT(3.).sample((2**20, ))
@@ -238,18 +231,10 @@ def test_max_binned_samples_the_counts_not_the_range(cls):
             5 * sampled_counts.sqrt()).all()
     if cls is KLObserver:
         return
-    edges = exact.bin_edges().float()
-    centres = ((edges[:-1] + edges[1:]) / 2)[None]
+    lo_e, hi_e = exact.clip_range()
     lo_s, hi_s = sampled.clip_range()
-    alphas = torch.cat([clip_ratio_candidates(exact.num_candidates),
-                        (hi_s / exact.max_val).reshape(1)])
-    errors = lp_clip_errors(centres, exact.min_val[None], exact.max_val[None],
-                            alphas, exact.qscheme, 2.0,
-                            exact.histogram.float()[None])[:, 0]
-    # one clipping ratio for both ends
-    assert lo_s.item() == pytest.approx(
-        alphas[-1].item() * exact.min_val.item(), rel=1e-5)
-    assert errors[-1].item() <= 1.01 * errors[:-1].min().item()
+    assert hi_s.item() == pytest.approx(hi_e.item(), rel=0.01)
+    assert lo_s.item() == pytest.approx(lo_e.item(), rel=0.01)
 
 
 @pytest.mark.parametrize('bad', [0, -1, 2.5, True])
@@ -260,9 +245,8 @@ def test_max_binned_must_be_a_positive_int(bad):
 
 @pytest.mark.parametrize('cls', [HistogramMSEObserver, MinMaxObserver])
 def test_a_channels_last_batch_is_observed_as_its_contiguous_copy(cls):
-    """Per-tensor statistics read a channels-last activation in memory
-    order (no copy): the same extremes, counts and range as the
-    contiguous tensor holding the same values."""
+    """Extremes and counts read a channels-last activation in memory order
+    (no copy): the same buffers and qparams as the contiguous tensor."""
     torch.manual_seed(0)
     x = torch.distributions.StudentT(3.).sample((2, 8, 5, 7))
     strided = x.to(memory_format=torch.channels_last)
@@ -276,12 +260,47 @@ def test_a_channels_last_batch_is_observed_as_its_contiguous_copy(cls):
                        torch.stack(permuted.calculate_qparams()))
 
 
+def test_a_sampled_channels_last_batch_bins_the_row_major_draw():
+    """A sampled batch bins the values at the seeded row-major positions
+    ``x.reshape(-1)[randint(...)]`` whatever the layout: the histogram of
+    two channels-last batches equals that of the same draws from their
+    row-major copies, and is ``numel / max_binned`` times their counts."""
+    torch.manual_seed(0)
+    batches = [torch.randn(2, 16, 24, 24) * s for s in (1., 3.)]
+    sampled = HistogramMSEObserver(bins=64, max_binned=2**12)
+    for x in batches:
+        sampled(x.to(memory_format=torch.channels_last))
+    generator = torch.Generator().manual_seed(0)
+    draws = [x.reshape(-1)[torch.randint(x.numel(), (2**12, ),
+                                         generator=generator)]
+             for x in batches]
+    weight = batches[0].numel() / 2**12
+    lo, hi = sampled.hist_min.item(), sampled.hist_max.item()
+    assert lo == min(x.min().item() for x in batches)
+    # both batches binned over the final range (the second batch widens
+    # it, so the first batch's counts were re-binned: compare the second)
+    second = torch.histc(draws[1], 64, lo, hi).double() * weight
+    first = sampled.histogram - second
+    assert first.sum().item() == pytest.approx(2**12 * weight)
+    assert torch.equal(sampled.histogram, first + second)
+    single = HistogramMSEObserver(bins=64, max_binned=2**12)
+    single(batches[0].to(memory_format=torch.channels_last))
+    assert torch.equal(
+        single.histogram,
+        torch.histc(draws[0], 64, single.hist_min.item(),
+                    single.hist_max.item()).double() * weight)
+
+
+def test_order_dependent_sums_read_the_row_major_copy():
+    assert MinMaxObserver.reads_order_free
+    assert not MSEObserver.reads_order_free
+
+
 def test_flat_in_memory_order_is_a_view_of_a_dense_layout():
     x = torch.arange(24.).reshape(1, 2, 3, 4)
     strided = x.to(memory_format=torch.channels_last)
     flat = flat_in_memory_order(strided)
     assert flat.data_ptr() == strided.data_ptr()
     assert sorted(flat.tolist()) == list(range(24))
-    sliced = x[..., ::2]  # not dense: a copy, every value once
-    assert sorted(flat_in_memory_order(sliced).tolist()) == sorted(
-        sliced.reshape(-1).tolist())
+    sliced = x[..., ::2]  # not dense: a row-major copy
+    assert torch.equal(flat_in_memory_order(sliced), sliced.reshape(-1))
