@@ -304,3 +304,19 @@ def test_flat_in_memory_order_is_a_view_of_a_dense_layout():
     assert sorted(flat.tolist()) == list(range(24))
     sliced = x[..., ::2]  # not dense: a row-major copy
     assert torch.equal(flat_in_memory_order(sliced), sliced.reshape(-1))
+
+
+@pytest.mark.parametrize('layout', [
+    lambda x: x.to(memory_format=torch.channels_last),
+    lambda x: x.permute(3, 1, 0, 2).contiguous().permute(2, 1, 3, 0),
+    lambda x: x[:, :1].expand(-1, 1, -1, -1).contiguous(
+        memory_format=torch.channels_last),
+    lambda x: x[..., ::2],  # not dense: read from a row-major copy
+])
+def test_memory_offsets_read_the_row_major_positions(layout):
+    from mmrazor_quant.models.observers.histogram_base import _memory_offsets
+    x = layout(torch.randn(3, 4, 5, 6))
+    index = torch.randint(x.numel(), (500, ))
+    flat = flat_in_memory_order(x)
+    assert torch.equal(flat[_memory_offsets(index, x, flat)],
+                       x.reshape(-1)[index])
