@@ -40,7 +40,9 @@ DEFAULT_MAX_BINNED = 2**18
 #: words, detector map 20.4-20.5 dB from fp32 instead of 21.0) but is not
 #: the default: with it, the onnxruntime target's recogniser read by
 #: OpenVINO on one thread agrees with the simulation at 19.1 dB where
-#: float64 agrees at 41 dB, not understood (docs/onnx_models.md).
+#: float64 agrees at 41 dB; a reproduction shows one CTC peak moved by
+#: one frame, the same words (docs/onnx_models.md), which the parity test
+#: cannot tell from a wrong export.
 DEFAULT_PTQ_PASSES = (dict(type='correct_bias', single_pass=True,
                            batch_size=8), )
 

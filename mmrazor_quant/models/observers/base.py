@@ -10,13 +10,24 @@ from mmrazor_quant.compat.torch_style import WithArgsMixin
 from mmrazor_quant.structures.quantization import QSchema
 from mmrazor_quant.utils.tensor_checks import check_all
 
-__all__ = ['BaseObserver']
+__all__ = ['BaseObserver', 'flat_in_memory_order']
 
 
 def _is_distributed() -> bool:
     """Whether an initialised process group has more than one rank."""
     return (dist.is_available() and dist.is_initialized()
             and dist.get_world_size() > 1)
+
+
+def flat_in_memory_order(x: Tensor) -> Tensor:
+    """All of ``x`` as one dimension, in the order its values lie in
+    memory: a view of any dense layout (a conv's channels-last output
+    included, which ``reshape(-1)`` would copy), else a row-major copy."""
+    if x.is_contiguous():
+        return x.view(-1)
+    order = sorted(range(x.dim()), key=lambda d: -x.stride(d))
+    dense = x.permute(order)
+    return dense.view(-1) if dense.is_contiguous() else x.reshape(-1)
 
 
 class BaseObserver(WithArgsMixin, nn.Module):
@@ -56,6 +67,11 @@ class BaseObserver(WithArgsMixin, nn.Module):
     #: quantization off, as in calibration), ``FakeQuantize`` computes them
     #: once, when they are next needed, instead of after every batch.
     defers_qparams: ClassVar[bool] = False
+    #: Per-tensor statistics exact in any order of the values (extremes,
+    #: histogram counts): a batch is read in the order it lies in memory
+    #: (:func:`flat_in_memory_order`), so a conv's channels-last output is
+    #: not copied. Sums (MSE, LSQ moments) round by order: off.
+    reads_order_free: ClassVar[bool] = False
 
     def __init__(self, qscheme: Optional[QSchema] = None) -> None:
         super().__init__()
@@ -156,7 +172,8 @@ class BaseObserver(WithArgsMixin, nn.Module):
         """
         x = x.float()
         if not self.per_channel:
-            return x.reshape(-1)
+            return flat_in_memory_order(x) if self.reads_order_free \
+                else x.reshape(-1)
         axis = self.ch_axis
         if not -x.dim() <= axis < x.dim():
             raise ValueError(

@@ -1,6 +1,6 @@
 """A histogram whose range grows with the data, for calibration observers."""
 import math
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -31,6 +31,44 @@ def rebin_histogram(hist: Tensor, old_lo: float, old_hi: float,
     return torch.diff(interp(new_edges, old_edges, cdf.double())).to(hist)
 
 
+def _memory_offsets(index: Tensor, x: Tensor, flat: Tensor) -> Tensor:
+    """Where the values at row-major positions ``index`` of ``x`` lie in
+    ``flat``: ``flat`` is ``x``'s memory in order (a channels-last batch
+    read without a copy, see :func:`~.base.flat_in_memory_order`) or, for
+    a layout that is not dense, a row-major copy."""
+    if x.is_contiguous() or flat.stride(0) != 1 \
+            or flat.data_ptr() != x.data_ptr():
+        return index  # ``flat`` is row-major
+    sizes, strides = _coalesced_dims(x)
+    if x.numel() < 2**31:
+        index = index.int()  # integer division at twice the speed
+    offsets = index.new_zeros(())
+    for size, stride in zip(sizes[:0:-1], strides[:0:-1]):
+        outer = torch.div(index, size, rounding_mode='floor')
+        offsets = offsets + (index - outer * size) * stride
+        index = outer
+    return (offsets + index * strides[0]).long()
+
+
+def _coalesced_dims(x: Tensor) -> Tuple[List[int], List[int]]:
+    """Sizes and strides of ``x`` with size-1 dims dropped and neighbours
+    that are neighbours in memory too merged (a channels-last batch: N,
+    C, H*W), so that each row-major position splits with fewest
+    divisions."""
+    sizes: List[int] = []
+    strides: List[int] = []
+    for size, stride in zip(x.shape, x.stride()):
+        if size == 1:
+            continue
+        if sizes and strides[-1] == size * stride:
+            sizes[-1] *= size
+            strides[-1] = stride
+        else:
+            sizes.append(size)
+            strides.append(stride)
+    return sizes or [1], strides or [1]
+
+
 class BaseHistogramObserver(BaseObserver):
     """Accumulate a ``bins``-bin histogram over a range that grows.
 
@@ -51,7 +89,9 @@ class BaseHistogramObserver(BaseObserver):
     640 x 640 maps hold tens of millions of values a batch, and binning is
     the slowest part of calibration): a batch with more values bins a
     uniform random sample of ``max_binned`` of them (seeded, so calibration
-    is repeatable) and weights its counts by ``numel / max_binned``. The
+    is repeatable) and weights its counts by ``numel / max_binned``
+    (the values it picks are read where they lie in memory: a channels-last
+    batch is not copied). The
     extremes ``min_val``/``max_val`` and the histogram's range still come
     from every value; only the counts inside the range are estimated, each
     bin to a relative error of about ``1 / sqrt(its sampled count)``.
@@ -68,6 +108,7 @@ class BaseHistogramObserver(BaseObserver):
     """
 
     defers_qparams = True
+    reads_order_free = True
 
     def __init__(self,
                  qscheme: Optional[QSchema] = None,
@@ -111,28 +152,31 @@ class BaseHistogramObserver(BaseObserver):
         return float(min_val), float(max_val)
 
     def _observe(self, x: Tensor) -> None:
-        x = self._channel_view(x)
-        min_val, max_val = self._reduce_min_max(*torch.aminmax(x))
+        x = x.float()
+        flat = self._channel_view(x)
+        min_val, max_val = self._reduce_min_max(*torch.aminmax(flat))
         self.min_val = torch.minimum(self.min_val, min_val)
         self.max_val = torch.maximum(self.max_val, max_val)
         lo, hi = self._grow_range(*self._hist_bounds(min_val, max_val))
-        values, weight = self._binned_values(x)
+        values, weight = self._binned_values(x, flat)
         batch = torch.histc(self._hist_input(values), self.bins, lo, hi)
         self.histogram += self._all_reduce(batch.double() * weight, 'sum')
 
-    def _binned_values(self, x: Tensor) -> Tuple[Tensor, float]:
+    def _binned_values(self, x: Tensor, flat: Tensor) -> Tuple[Tensor, float]:
         """The values to bin and the weight of each one's count: all of
-        ``x``, or ``max_binned`` of them drawn uniformly."""
-        numel = x.numel()
+        ``x`` (``flat``, its values in memory order), or ``max_binned`` of
+        them drawn uniformly (``x.reshape(-1)[index]``, read where they lie
+        in ``flat``)."""
+        numel = flat.numel()
         if self.max_binned is None or numel <= self.max_binned:
-            return x, 1.
+            return flat, 1.
         if self._sampler is None or self._sampler.device != x.device:
             self._sampler = torch.Generator(x.device).manual_seed(0)
         index = torch.randint(
             numel, (self.max_binned, ),
             generator=self._sampler,
             device=x.device)
-        return x.reshape(-1)[index], numel / self.max_binned
+        return flat[_memory_offsets(index, x, flat)], numel / self.max_binned
 
     def _grow_range(self, lo: float, hi: float) -> Tuple[float, float]:
         """Widen the histogram to cover ``[lo, hi]``; returns the range."""

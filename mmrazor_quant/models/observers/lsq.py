@@ -28,6 +28,8 @@ class _MomentObserver(MinMaxObserver):
     #: Names of the sums ``sum(f_k(x))`` kept, in order.
     moments: Tuple[str, ...] = ()
 
+    reads_order_free = False  # sums
+
     def __init__(self, qscheme: Optional[QSchema] = None) -> None:
         super().__init__(qscheme)
         for name in self.moments:

@@ -33,6 +33,8 @@ class MinMaxObserver(BaseObserver):
         (tensor(0.0157), tensor(64, dtype=torch.int32))
     """
 
+    reads_order_free = True
+
     def __init__(self, qscheme: Optional[QSchema] = None) -> None:
         super().__init__(qscheme)
         self._register_stat('min_val', math.inf)

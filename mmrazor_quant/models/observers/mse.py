@@ -38,6 +38,8 @@ class MSEObserver(MinMaxObserver):
         ValueError: If ``p <= 0`` or ``num_candidates < 1``.
     """
 
+    reads_order_free = False  # sums of errors
+
     def __init__(self,
                  qscheme: Optional[QSchema] = None,
                  p: float = 2.0,

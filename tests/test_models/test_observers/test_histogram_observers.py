@@ -8,8 +8,11 @@ from mmrazor_quant.models.observers import (
     HistogramMSEObserver,
     HistogramObserver,
     KLObserver,
+    MinMaxObserver,
+    MSEObserver,
     PercentileObserver,
 )
+from mmrazor_quant.models.observers.base import flat_in_memory_order
 from mmrazor_quant.models.observers.histogram_base import rebin_histogram
 from mmrazor_quant.models.observers.kl import kl_threshold_bins
 from mmrazor_quant.registry import MODELS
@@ -238,3 +241,82 @@ def test_max_binned_samples_the_counts_not_the_range(cls):
 def test_max_binned_must_be_a_positive_int(bad):
     with pytest.raises(ValueError, match='max_binned'):
         HistogramMSEObserver(max_binned=bad)
+
+
+@pytest.mark.parametrize('cls', [HistogramMSEObserver, MinMaxObserver])
+def test_a_channels_last_batch_is_observed_as_its_contiguous_copy(cls):
+    """Extremes and counts read a channels-last activation in memory order
+    (no copy): the same buffers and qparams as the contiguous tensor."""
+    torch.manual_seed(0)
+    x = torch.distributions.StudentT(3.).sample((2, 8, 5, 7))
+    strided = x.to(memory_format=torch.channels_last)
+    assert not strided.is_contiguous()
+    plain, permuted = cls(), cls()
+    plain(x)
+    permuted(strided)
+    for name, buf in plain.named_buffers():
+        assert torch.equal(buf, dict(permuted.named_buffers())[name]), name
+    assert torch.equal(torch.stack(plain.calculate_qparams()),
+                       torch.stack(permuted.calculate_qparams()))
+
+
+def test_a_sampled_channels_last_batch_bins_the_row_major_draw():
+    """A sampled batch bins the values at the seeded row-major positions
+    ``x.reshape(-1)[randint(...)]`` whatever the layout: the histogram of
+    two channels-last batches equals that of the same draws from their
+    row-major copies, and is ``numel / max_binned`` times their counts."""
+    torch.manual_seed(0)
+    batches = [torch.randn(2, 16, 24, 24) * s for s in (1., 3.)]
+    sampled = HistogramMSEObserver(bins=64, max_binned=2**12)
+    for x in batches:
+        sampled(x.to(memory_format=torch.channels_last))
+    generator = torch.Generator().manual_seed(0)
+    draws = [x.reshape(-1)[torch.randint(x.numel(), (2**12, ),
+                                         generator=generator)]
+             for x in batches]
+    weight = batches[0].numel() / 2**12
+    lo, hi = sampled.hist_min.item(), sampled.hist_max.item()
+    assert lo == min(x.min().item() for x in batches)
+    # both batches binned over the final range (the second batch widens
+    # it, so the first batch's counts were re-binned: compare the second)
+    second = torch.histc(draws[1], 64, lo, hi).double() * weight
+    first = sampled.histogram - second
+    assert first.sum().item() == pytest.approx(2**12 * weight)
+    assert torch.equal(sampled.histogram, first + second)
+    single = HistogramMSEObserver(bins=64, max_binned=2**12)
+    single(batches[0].to(memory_format=torch.channels_last))
+    assert torch.equal(
+        single.histogram,
+        torch.histc(draws[0], 64, single.hist_min.item(),
+                    single.hist_max.item()).double() * weight)
+
+
+def test_order_dependent_sums_read_the_row_major_copy():
+    assert MinMaxObserver.reads_order_free
+    assert not MSEObserver.reads_order_free
+
+
+def test_flat_in_memory_order_is_a_view_of_a_dense_layout():
+    x = torch.arange(24.).reshape(1, 2, 3, 4)
+    strided = x.to(memory_format=torch.channels_last)
+    flat = flat_in_memory_order(strided)
+    assert flat.data_ptr() == strided.data_ptr()
+    assert sorted(flat.tolist()) == list(range(24))
+    sliced = x[..., ::2]  # not dense: a row-major copy
+    assert torch.equal(flat_in_memory_order(sliced), sliced.reshape(-1))
+
+
+@pytest.mark.parametrize('layout', [
+    lambda x: x.to(memory_format=torch.channels_last),
+    lambda x: x.permute(3, 1, 0, 2).contiguous().permute(2, 1, 3, 0),
+    lambda x: x[:, :1].expand(-1, 1, -1, -1).contiguous(
+        memory_format=torch.channels_last),
+    lambda x: x[..., ::2],  # not dense: read from a row-major copy
+])
+def test_memory_offsets_read_the_row_major_positions(layout):
+    from mmrazor_quant.models.observers.histogram_base import _memory_offsets
+    x = layout(torch.randn(3, 4, 5, 6))
+    index = torch.randint(x.numel(), (500, ))
+    flat = flat_in_memory_order(x)
+    assert torch.equal(flat[_memory_offsets(index, x, flat)],
+                       x.reshape(-1)[index])
