@@ -230,6 +230,30 @@ def run_batched(runner: Runner, inputs: np.ndarray,
     ])
 
 
+def ctc_frames(sims: list, outs: list):
+    """Parity summary of a CTC recogniser's ``(N, T, C)`` probabilities:
+    the share of the N x T frames whose most likely character the runtime
+    keeps (``fraction``), and the SQNR over those frames
+    (``details['sqnr_db_kept_frames']``).
+
+    Where a character's peak lies on two neighbouring frames at nearly the
+    same probability, a last-bit difference moves it one frame: two
+    frames then differ by about 1 each, which caps the SQNR of the whole
+    output near 20 dB while the decoded word stays the same. The frames
+    that keep their character say whether the runtime computes what the
+    simulation does.
+    """
+    from mmrazor_quant.deploy.parity import Agreement
+    from mmrazor_quant.utils.sqnr import sqnr_db
+    ref, act = sims[0].double(), outs[0].double()
+    kept = ref.argmax(-1) == act.argmax(-1)
+    return Agreement(
+        float(kept.double().mean()), 'CTC frame',
+        details=dict(sqnr_db_kept_frames=sqnr_db(ref[kept].numpy(),
+                                                 act[kept].numpy()),
+                     frames_moved=int((~kept).sum())))
+
+
 def word_accuracy(texts: Sequence[str], words: Sequence[str]) -> float:
     """Percent of words read exactly (spaces the decoder puts around or
     inside a one-word crop are dropped: the words have none)."""

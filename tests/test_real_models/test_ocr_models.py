@@ -127,22 +127,27 @@ def test_ours_export_keeps_the_files_shapes(rec, rec_ours):
             [isinstance(d, int) and d for d in _dims(theirs)]
 
 
-def test_ours_export_agrees_with_the_simulation(rec_ours):
-    """The recogniser's chain of requantized blocks turns a last-bit
-    difference into one-step flips that add up: the simulation computed in
-    float64 agrees with itself in float32 at 20-35 dB (by target and
-    calibration), so a runtime may stay under 35 dB. Float64 is one other
-    arithmetic, a runtime's summation order another, and the flips they
-    set off have been measured 5-10 dB apart either way (19.6 / 24.9 dB,
-    37.8 / 28.3 dB): each runtime agrees with the simulation at least as
-    well as float64 does less 3 dB, or at 25 dB (docs/onnx_models.md); the
-    words it reads are the simulation's
+def test_ours_export_agrees_with_the_simulation(rec, rec_ours):
+    """Each runtime computes what the simulation does: every CTC frame but
+    a few (a character's peak that a last-bit difference moves one frame
+    where two frames are near-tied, which alone caps the SQNR of the whole
+    output near 20 dB) keeps its character, and those frames agree at 35 dB
+    or more in the target's runtime (onnxruntime), 30 dB in the other
+    (the file placed for onnxruntime, read by OpenVINO: 34.8-36.7 dB
+    measured; docs/onnx_models.md, "Export parity"); the words the runtimes
+    read are the simulation's
     (``test_ours_keeps_word_accuracy_in_both_runtimes``)."""
-    _, _, parity = rec_ours
+    from mmrazor_quant.deploy import run_parity
+    _, result, parity = rec_ours
     assert set(parity) == {'onnxruntime', 'openvino'}
-    for runtime, report in parity.items():
-        bar = min(35.0, report.float64_sqnr_db - 3.0, 25.0)
-        assert report.sqnr_db >= bar, (runtime, report)
+    inputs = torch.from_numpy(rec['inputs'][:16])
+    for runtime in parity:
+        frames = run_parity(result.deploy_model, result.onnx_path, inputs,
+                            runtime, summary=ocr.ctc_frames)
+        assert frames.agreement >= 0.99, (runtime, frames)
+        bar = 35.0 if runtime == 'onnxruntime' else 30.0
+        assert frames.details['sqnr_db_kept_frames'] >= bar, (runtime,
+                                                              frames)
 
 
 @pytest.fixture(scope='module')
