@@ -244,12 +244,12 @@ def _demo_rows(page: str, group: str, rows: Sequence[tuple]) -> List[Row]:
 
 
 ROWS += _demo_rows('docs/detection.md', 'yolo-demo', (
-    ('YOLOv5-n', 'PTQ openvino', 42.9, 42.2),
-    ('YOLOv5-n', 'PTQ tensorrt', 40.7, 32.2),
-    ('YOLOv5-n', 'LSQ openvino', 43.1, 41.4),
-    ('RTMDet-tiny', 'PTQ openvino', 37.3, 33.9),
-    ('RTMDet-tiny', 'PTQ tensorrt', 35.2, 26.6),
-    ('RTMDet-tiny', 'LSQ openvino', 39.9, 34.3)))
+    ('YOLOv5-n', 'PTQ openvino', 44.7, 42.7),
+    ('YOLOv5-n', 'PTQ tensorrt', 41.3, 30.1),
+    ('YOLOv5-n', 'LSQ openvino', 47.7, 45.3),
+    ('RTMDet-tiny', 'PTQ openvino', 32.7, 33.4),
+    ('RTMDet-tiny', 'PTQ tensorrt', 29.8, 21.6),
+    ('RTMDet-tiny', 'LSQ openvino', 33.2, 30.6)))
 ROWS += _demo_rows('docs/pose.md', 'pose-demo', (
     ('RTMPose-t', 'PTQ openvino', 39.6, 38.7),
     ('RTMPose-t', 'PTQ tensorrt', 38.1, 31.5),
