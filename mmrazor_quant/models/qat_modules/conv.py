@@ -24,11 +24,14 @@ __all__ = [
 
 
 def conv_like(cls: type, conv: nn.Module) -> nn.Module:
-    """An uninitialised ``cls`` conv with ``conv``'s hyper-parameters.
+    """An uninitialised ``cls`` conv (or transposed conv) with ``conv``'s
+    hyper-parameters.
 
     Built on the ``meta`` device: the caller assigns the parameters, so
     allocating and initialising fresh ones would be wasted work.
     """
+    transposed = dict(output_padding=conv.output_padding) if isinstance(
+        conv, nn.modules.conv._ConvTransposeNd) else {}
     return cls(
         conv.in_channels,
         conv.out_channels,
@@ -39,7 +42,8 @@ def conv_like(cls: type, conv: nn.Module) -> nn.Module:
         groups=conv.groups,
         bias=conv.bias is not None,
         padding_mode=conv.padding_mode,
-        device='meta')
+        device='meta',
+        **transposed)
 
 
 class _QATConvNd(BaseQATModule):

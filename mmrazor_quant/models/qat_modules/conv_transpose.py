@@ -22,6 +22,7 @@ from torch import Tensor, nn
 
 from mmrazor_quant.registry import MODELS
 from .base import BaseQATModule
+from .conv import conv_like
 
 __all__ = [
     'QATConvTranspose1d', 'QATConvTranspose2d', 'QATConvTranspose3d',
@@ -49,29 +50,11 @@ def is_swappable_conv_transpose(layer: nn.Module) -> bool:
         layer.groups == 1
 
 
-def conv_transpose_like(cls: type, conv: nn.Module) -> nn.Module:
-    """An uninitialised ``cls`` transposed conv with ``conv``'s
-    hyper-parameters, on the ``meta`` device (the caller assigns the
-    parameters)."""
-    return cls(
-        conv.in_channels,
-        conv.out_channels,
-        conv.kernel_size,
-        stride=conv.stride,
-        padding=conv.padding,
-        output_padding=conv.output_padding,
-        groups=conv.groups,
-        bias=conv.bias is not None,
-        dilation=conv.dilation,
-        padding_mode=conv.padding_mode,
-        device='meta')
-
-
 class _QATConvTransposeNd(BaseQATModule):
     """The QAT transposed convs' float op; mixed into an
     ``nn.ConvTransposeNd``."""
 
-    _like = staticmethod(conv_transpose_like)
+    _like = staticmethod(conv_like)
     _weight_ch_axis = 1
 
     def _apply_weight(self, x: Tensor, weight: Tensor,
