@@ -12,7 +12,10 @@ from mmrazor_quant.apis.front_door import (
     load_model,
     quantize_model,
 )
-from mmrazor_quant.deploy.openvino.runtime_graph import runtime_layers
+from mmrazor_quant.deploy.openvino.runtime_graph import (
+    precisions_of,
+    runtime_layers,
+)
 
 
 class Upsampler(nn.Module):
@@ -69,9 +72,7 @@ def test_openvino_runs_the_transposed_convs_in_int8(exported):
     compiled = ov.Core().compile_model(
         result.onnx_path, 'CPU', {'INFERENCE_PRECISION_HINT': 'f32'})
     layers = runtime_layers(compiled, keys=('layerType', 'runtimePrecision'))
-    deconvolutions = {precision: count
-                      for (kind, precision), count in layers.items()
-                      if kind == 'Deconvolution'}
+    deconvolutions = precisions_of(compiled, 'Deconvolution')
     assert sum(deconvolutions.values()) == 2, layers
     assert set(deconvolutions) <= {'u8', 'i8'}, layers
     # the input's quantizer is the only FakeQuantize left unfused (none

@@ -211,14 +211,11 @@ def _assert_int8_deconvolutions(path, sample_shape):
     quantizer before them fuses into the kernel."""
     import openvino as ov
 
-    from mmrazor_quant.deploy.openvino.runtime_graph import runtime_layers
+    from mmrazor_quant.deploy.openvino.runtime_graph import precisions_of
     model = ov.Core().read_model(path)
     model.reshape({'x': [1, *sample_shape]})
     compiled = ov.Core().compile_model(
         model, 'CPU', {'INFERENCE_PRECISION_HINT': 'f32'})
-    layers = runtime_layers(compiled, keys=('layerType', 'runtimePrecision'))
-    deconvolutions = {precision: count
-                      for (kind, precision), count in layers.items()
-                      if kind == 'Deconvolution'}
-    assert sum(deconvolutions.values()) == 2, layers
-    assert set(deconvolutions) <= {'u8', 'i8'}, layers
+    deconvolutions = precisions_of(compiled, 'Deconvolution')
+    assert sum(deconvolutions.values()) == 2, deconvolutions
+    assert set(deconvolutions) <= {'u8', 'i8'}, deconvolutions

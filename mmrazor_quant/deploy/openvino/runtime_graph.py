@@ -23,8 +23,8 @@ import subprocess
 import sys
 from typing import Counter, Dict, Sequence, Tuple
 
-__all__ = ['RUNTIME_KEYS', 'runtime_layers', 'layer_differences',
-           'onednn_primitives']
+__all__ = ['RUNTIME_KEYS', 'runtime_layers', 'precisions_of',
+           'layer_differences', 'onednn_primitives']
 
 #: What a layer is counted by: type, precision and the kernel picked.
 RUNTIME_KEYS = ('layerType', 'runtimePrecision', 'primitiveType')
@@ -58,6 +58,14 @@ def runtime_layers(compiled,
             continue
         counts[tuple(info[k].astype(str) for k in keys)] += 1
     return counts
+
+
+def precisions_of(compiled, layer_type: str) -> Dict[str, int]:
+    """How many of the compiled model's ``layer_type`` layers (e.g.
+    ``'Deconvolution'``) run at each runtime precision (``{'u8': 2}``)."""
+    layers = runtime_layers(compiled, keys=('layerType', 'runtimePrecision'))
+    return {precision: count for (kind, precision), count in layers.items()
+            if kind == layer_type}
 
 
 def layer_differences(ours: Counter[Layer],
