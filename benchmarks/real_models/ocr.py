@@ -23,6 +23,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from mmrazor_quant.utils.sqnr import sqnr_db
+
 RAPIDOCR_PIN = 'rapidocr-onnxruntime==1.4.4'
 DET_FILE = 'ch_PP-OCRv4_det_infer.onnx'
 REC_FILE = 'ch_PP-OCRv4_rec_infer.onnx'
@@ -277,9 +279,7 @@ def det_boxes(prob_map: np.ndarray) -> np.ndarray:
 
 def map_sqnr(reference: np.ndarray, other: np.ndarray) -> float:
     """SQNR in dB of ``other`` against ``reference`` over all elements."""
-    reference = reference.astype(np.float64)
-    noise = np.sum((reference - other.astype(np.float64))**2)
-    return float(10 * np.log10(np.sum(reference**2) / max(noise, 1e-30)))
+    return sqnr_db(reference, other)
 
 
 def _iou(box: np.ndarray, boxes: np.ndarray) -> np.ndarray:
