@@ -27,8 +27,6 @@ from mmrazor_quant.utils.sqnr import sqnr_db
 __all__ = ['ModelCheckReport', 'check_model', 'estimate_bn_stats',
            'quantize_w8a8', 'w8a8_model_cfg', 'calibrate_and_freeze',
            'w8a8_backends']
-_CLS_SKIPPED = ['mmcls.models.heads.ClsHead._get_loss',
-                'mmcls.models.heads.ClsHead._get_predictions']
 #: The input nudge of the baseline, relative to unit-variance inputs.
 NUDGE = 1e-5
 
@@ -161,9 +159,7 @@ def w8a8_model_cfg(architecture: Union[dict, nn.Module],
                 w_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
                 a_fake_quant=dict(type='mmrazor_quant.FakeQuantize'),
                 w_qscheme=dict(plugin.w8a8['w_qscheme'], bit=weight_bits),
-                a_qscheme=dict(plugin.w8a8['a_qscheme'])),
-            tracer=dict(type='mmrazor_quant.CustomTracer',
-                        skipped_methods=_CLS_SKIPPED)))
+                a_qscheme=dict(plugin.w8a8['a_qscheme']))))
 
 
 def quantize_w8a8(architecture: nn.Module,

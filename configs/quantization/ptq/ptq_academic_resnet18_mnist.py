@@ -4,7 +4,7 @@
 #   python tools/ptq.py configs/quantization/ptq/ptq_academic_resnet18_mnist.py
 _base_ = ['./ptq_openvino_resnet18_mnist.py']
 
-# The OpenVINO config's calibration and tracer, with affine weights and
+# The OpenVINO config's calibration, with affine weights and
 # activations.
 global_qconfig = dict(
     w_qscheme=dict(_delete_=True, qdtype='qint8', bit=8, is_symmetry=False),

@@ -4,7 +4,7 @@
 #   python tools/ptq.py configs/quantization/ptq/ptq_native_resnet18_mnist.py
 _base_ = ['./ptq_openvino_resnet18_mnist.py']
 
-# The OpenVINO config's calibration and tracer; torch's weight grid reaches
+# The OpenVINO config's calibration; torch's weight grid reaches
 # -128 and its activations are affine.
 global_qconfig = dict(
     w_qscheme=dict(_delete_=True, qdtype='qint8', bit=8, is_symmetry=True),

@@ -1,6 +1,6 @@
 # W8A8 post-training quantization of mmcls's ImageNet MobileNetV2 for
-# TensorRT, as MMRazor's ptq_tensorrt_mbv2_8xb32_in1k_calib32xb32. The model, calibration and
-# tracer come from ./_base_/in1k/mbv2.py; the scheme from
+# TensorRT, as MMRazor's ptq_tensorrt_mbv2_8xb32_in1k_calib32xb32. The model and calibration
+# come from ./_base_/in1k/mbv2.py; the scheme from
 # ../_base_/qconfigs/tensorrt_w8a8.py.
 #   python tools/ptq.py configs/quantization/ptq/ptq_tensorrt_mbv2_8xb32_in1k_calib32xb32.py
 # It needs ImageNet in data/imagenet (mmcls's layout).

@@ -17,11 +17,14 @@ class MMClsCodebase(BaseCodebase):
     ``predict`` a ``ClsDataSample`` per image (``pred_label.score`` is the
     softmax of the logits), ``loss`` a dict of losses; data samples are
     ``ClsDataSample`` with ``gt_label``. The head's ``_get_loss`` and
-    ``_get_predictions`` loop over data samples: MMRazor's configs list them
-    in ``skipped_methods``. Without a size in the test pipeline or the
-    backbone, models are traced at ImageNet's 224 x 224.
+    ``_get_predictions`` loop over data samples, so they are kept out of
+    every graph by default (MMRazor's configs list them in
+    ``skipped_methods``, which still works). Without a size in the test
+    pipeline or the backbone, models are traced at ImageNet's 224 x 224.
     """
     packages = ('mmcls', )
+    skipped_methods = ('mmcls.models.heads.ClsHead._get_loss',
+                       'mmcls.models.heads.ClsHead._get_predictions')
     task = 'classification'
     default_input_hw = (224, 224)
     block_types = ('BasicBlock', 'Bottleneck', 'InvertedResidual')

@@ -4,6 +4,7 @@ from typing import List, Optional
 
 import pytest
 import torch
+import torch.nn.functional as F
 from mmengine import Config
 from torch import nn
 from torch.fx import GraphModule
@@ -13,7 +14,7 @@ from mmrazor_quant.models.task_modules.tracer import TraceError
 from mmrazor_quant.registry import TASK_UTILS
 
 mmcls = pytest.importorskip('mmcls')
-from mmcls.models.heads import ClsHead  # noqa: E402
+from mmcls.models.heads import ClsHead, LinearClsHead  # noqa: E402
 from mmcls.structures import ClsDataSample  # noqa: E402
 
 HEAD_METHODS = [
@@ -185,14 +186,38 @@ def test_classes_are_restored_after_trace(classifier):
     assert {n: ClsHead.__dict__[n] for n in originals} == originals
 
 
-def test_without_skipped_methods_loss_mode_fails_with_suggestion(classifier):
-    with pytest.raises(TraceError) as info:
-        CustomTracer().trace_mode(classifier, 'loss')
+class SampleLoopingHead(LinearClsHead):
+    """A user's head whose own ``_get_loss`` loops over data samples (the
+    mmcls adapter skips only ``ClsHead``'s)."""
+
+    def _get_loss(self, cls_score, data_samples, **kwargs):
+        target = torch.cat([s.gt_label.label for s in data_samples])
+        return dict(loss=F.cross_entropy(cls_score, target))
+
+
+def test_mmcls_head_methods_are_skipped_by_default(classifier):
+    graph = CustomTracer().trace_mode(classifier, 'loss')
+    losses = graph(_inputs(), _samples())
+    torch.testing.assert_close(losses['loss'],
+                               classifier(_inputs(), _samples(),
+                                          mode='loss')['loss'],
+                               atol=1e-6, rtol=0)
+
+
+def test_a_head_method_looping_over_samples_fails_with_suggestion(
+        classifier):
+    head_class = type(classifier.head)
+    assert head_class is LinearClsHead
+    classifier.head.__class__ = SampleLoopingHead
+    try:
+        with pytest.raises(TraceError) as info:
+            CustomTracer().trace_mode(classifier, 'loss')
+    finally:
+        classifier.head.__class__ = head_class
     message = str(info.value)
     assert "module 'head'" in message
-    assert '_get_loss' in message
-    assert ("skipped_methods=['mmcls.models.heads.cls_head.ClsHead."
-            "_get_loss']") in message
+    assert re.search(r"skipped_methods=\['[\w.]*test_custom_tracer\."
+                     r"SampleLoopingHead\._get_loss'\]", message), message
     assert info.value.__cause__ is not None
 
 

@@ -1,6 +1,5 @@
 # The fp32 MNIST ResNet-18 (configs/fp32/resnet18_mnist.py) wrapped for quantization (MMArchitectureQuant): the float model and
-# its checkpoint, and a tracer that keeps ClsHead's loss and predictions out
-# of the graph. PTQ (../../ptq/_base_/) and QAT (../../qat/_base_/) bases
+# its checkpoint. PTQ (../../ptq/_base_/) and QAT (../../qat/_base_/) bases
 # add their loops; a config adds its backend's qconfig `_base_`.
 _base_ = ['../../../fp32/resnet18_mnist.py']
 
@@ -14,11 +13,4 @@ model = dict(
     data_preprocessor=dict(
         type='mmcls.ClsDataPreprocessor', **_base_.data_preprocessor),
     architecture=_base_.model,
-    float_checkpoint=float_checkpoint,
-    quantizer=dict(
-        tracer=dict(
-            type='mmrazor_quant.CustomTracer',
-            skipped_methods=[
-                'mmcls.models.heads.ClsHead._get_loss',
-                'mmcls.models.heads.ClsHead._get_predictions'
-            ])))
+    float_checkpoint=float_checkpoint)

@@ -1,7 +1,7 @@
 # The fp32 MNIST ViT (configs/fp32/vit_mnist.py) wrapped for quantization
 # (MMArchitectureQuant): the float model and its checkpoint, shape-aware
-# capture, and a tracer that keeps ClsHead's loss and predictions out of the
-# graph. PTQ (../../ptq/_base_/) and QAT bases add their loops; a config
+# capture (the mmcls adapter keeps ClsHead's loss and predictions out of the
+# graph). PTQ (../../ptq/_base_/) and QAT bases add their loops; a config
 # adds its backend's qconfig `_base_`.
 _base_ = ['../../../fp32/vit_mnist.py']
 
@@ -16,11 +16,4 @@ model = dict(
     architecture=_base_.model,
     float_checkpoint=float_checkpoint,
     # shape-aware capture: the patch embedding pads from the input size
-    input_shape=(1, 28, 28),
-    quantizer=dict(
-        tracer=dict(
-            type='mmrazor_quant.CustomTracer',
-            skipped_methods=[
-                'mmcls.models.heads.ClsHead._get_loss',
-                'mmcls.models.heads.ClsHead._get_predictions'
-            ])))
+    input_shape=(1, 28, 28))

@@ -1,7 +1,7 @@
 # W8A8 post-training quantization of mmdet's YOLOX-s (COCO) for TensorRT,
 # in MMRazor's schema: per-channel symmetric int8 weights on [-127, 127],
-# per-tensor signed symmetric activations. The model, calibration and
-# tracer come from _base_/yolox_s_coco.py; the scheme from the TensorRT
+# per-tensor signed symmetric activations. The model and calibration
+# come from _base_/yolox_s_coco.py; the scheme from the TensorRT
 # qconfig base.
 #   python tools/ptq.py configs/quantization/ptq/detection/ptq_tensorrt_yolox_s_8xb8-300e_coco_calib32xb32.py
 # It needs COCO in data/coco (mmdet's layout).

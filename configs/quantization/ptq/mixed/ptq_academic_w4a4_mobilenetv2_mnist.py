@@ -21,10 +21,4 @@ model = dict(
     quantizer=dict(
         _delete_=True,
         type='mmrazor_quant.AcademicQuantizer',
-        global_qconfig=global_qconfig,
-        tracer=dict(
-            type='mmrazor_quant.CustomTracer',
-            skipped_methods=[
-                'mmcls.models.heads.ClsHead._get_loss',
-                'mmcls.models.heads.ClsHead._get_predictions'
-            ])))
+        global_qconfig=global_qconfig))

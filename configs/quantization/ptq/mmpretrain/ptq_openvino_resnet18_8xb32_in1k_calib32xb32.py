@@ -32,14 +32,7 @@ model = dict(
     architecture=_base_.model,
     deploy_cfg=_base_.deploy_cfg,
     float_checkpoint=float_checkpoint,
-    quantizer=dict(
-        _base_.quantizer,
-        tracer=dict(
-            type='mmrazor_quant.CustomTracer',
-            skipped_methods=[
-                'mmpretrain.models.heads.ClsHead._get_loss',
-                'mmpretrain.models.heads.ClsHead._get_predictions'
-            ])))
+    quantizer=_base_.quantizer)
 
 test_cfg = dict(
     _delete_=True,

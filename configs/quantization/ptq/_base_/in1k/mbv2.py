@@ -1,6 +1,6 @@
 # The backend-independent part of W8A8 PTQ of mmcls's ImageNet MobileNetV2:
 # calibration on 32 batches of training images and the DDP wrapper; the model,
-# its checkpoint and tracer come from ../../../_base_/models/mbv2_in1k.py. A
+# and its checkpoint come from ../../../_base_/models/mbv2_in1k.py. A
 # backend's config adds its deploy config and qconfig `_base_` and sets
 # `model.deploy_cfg` and `model.quantizer`.
 _base_ = ['../../../_base_/models/mbv2_in1k.py', '../calib32_ddp.py']

@@ -1,6 +1,6 @@
 # The backend-independent part of W8A8 PTQ of the fp32 MNIST ResNet-18:
 # calibration on 32 batches of training digits and the DDP wrapper; the model,
-# its checkpoint and tracer come from ../../../_base_/models/resnet18_mnist.py.
+# and its checkpoint come from ../../../_base_/models/resnet18_mnist.py.
 # A backend's config adds its qconfig `_base_` and sets `model.quantizer`.
 _base_ = ['../../../_base_/models/resnet18_mnist.py', '../calib32_ddp.py']
 
