@@ -52,8 +52,21 @@ EXTENDED_TESTS = (
     'test_ptq_config_runs_and_exports_as_its_deploy_cfg[resnet50-openvino]',
     'test_tools/test_mmrazor_verbatim.py::'
     'test_ptq_config_runs_and_exports_as_its_deploy_cfg[mbv2-tensorrt]',
+    'test_tools/test_mmrazor_verbatim.py::'
+    'test_ptq_config_runs_and_exports_as_its_deploy_cfg[mbv2-openvino]',
     'test_detection/test_mmrazor_configs.py::'
     'test_ptq_tool_runs_on_coco_folder[key1]',
+    'test_deploy/test_parity_matrix.py::test_mobilenetv2_w4a4_opset21',
+    'test_deploy/test_export_parity.py::'
+    'test_every_opset_exports_its_own_qdq[19]',
+    'test_deploy/test_export_parity.py::'
+    'test_every_opset_exports_its_own_qdq[20]',
+    'test_zoo/test_mmcls_families.py::'
+    'test_family_quantizes_trains_and_deploys[deit-mmpretrain]',
+    'test_configs/test_configs.py::test_imagenet_config_steps_on_random_'
+    'images[quantization/ptq/ptq_tensorrt_resnet50_8xb32_in1k_calib32xb32.py]',
+    'test_configs/test_configs.py::test_imagenet_config_steps_on_random_'
+    'images[quantization/ptq/ptq_tensorrt_mbv2_8xb32_in1k_calib32xb32.py]',
 )
 
 
