@@ -87,11 +87,21 @@ def _read_mim_metafiles_once():
     installed packages and do not change during a run, so each is parsed
     once per process; what ``Config.fromfile`` returns is unchanged.
     """
-    import functools
-
     from mmengine.config import utils
-    if not hasattr(utils.load, 'cache_info'):
-        utils.load = functools.lru_cache(maxsize=None)(utils.load)
+    load = utils.load
+    if getattr(load, 'reads_once', False):
+        return
+    parsed = {}
+
+    def load_once(file, *args, **kwargs):
+        if args or kwargs or not isinstance(file, str):
+            return load(file, *args, **kwargs)
+        if file not in parsed:
+            parsed[file] = load(file)
+        return parsed[file]
+
+    load_once.reads_once = True
+    utils.load = load_once
 
 
 def pytest_configure(config):
