@@ -52,8 +52,21 @@ EXTENDED_TESTS = (
     'test_ptq_config_runs_and_exports_as_its_deploy_cfg[resnet50-openvino]',
     'test_tools/test_mmrazor_verbatim.py::'
     'test_ptq_config_runs_and_exports_as_its_deploy_cfg[mbv2-tensorrt]',
+    'test_tools/test_mmrazor_verbatim.py::'
+    'test_ptq_config_runs_and_exports_as_its_deploy_cfg[mbv2-openvino]',
     'test_detection/test_mmrazor_configs.py::'
     'test_ptq_tool_runs_on_coco_folder[key1]',
+    'test_deploy/test_parity_matrix.py::test_mobilenetv2_w4a4_opset21',
+    'test_deploy/test_export_parity.py::'
+    'test_every_opset_exports_its_own_qdq[19]',
+    'test_deploy/test_export_parity.py::'
+    'test_every_opset_exports_its_own_qdq[20]',
+    'test_zoo/test_mmcls_families.py::'
+    'test_family_quantizes_trains_and_deploys[deit-mmpretrain]',
+    'test_configs/test_configs.py::test_imagenet_config_steps_on_random_'
+    'images[quantization/ptq/ptq_tensorrt_resnet50_8xb32_in1k_calib32xb32.py]',
+    'test_configs/test_configs.py::test_imagenet_config_steps_on_random_'
+    'images[quantization/ptq/ptq_tensorrt_mbv2_8xb32_in1k_calib32xb32.py]',
 )
 
 
@@ -64,7 +77,35 @@ COSTLY_SESSION_FIXTURES = (
 )
 
 
+def _read_mim_metafiles_once():
+    """Keep the metafiles mmengine reads for ``mmcls::``-style bases.
+
+    For each such base ``Config.fromfile`` loads the codebase's
+    ``.mim/model-index.yml`` and every ``metafile.yml`` it lists (mmcls:
+    62 YAML files, mmdet: 200) to find one config's path: about half of a
+    test's time where it only loads a config. The files belong to the
+    installed packages and do not change during a run, so each is parsed
+    once per process; what ``Config.fromfile`` returns is unchanged.
+    """
+    from mmengine.config import utils
+    load = utils.load
+    if getattr(load, 'reads_once', False):
+        return
+    parsed = {}
+
+    def load_once(file, *args, **kwargs):
+        if args or kwargs or not isinstance(file, str):
+            return load(file, *args, **kwargs)
+        if file not in parsed:
+            parsed[file] = load(file)
+        return parsed[file]
+
+    load_once.reads_once = True
+    utils.load = load_once
+
+
 def pytest_configure(config):
+    _read_mim_metafiles_once()
     workers = int(os.environ.get('PYTEST_XDIST_WORKER_COUNT', '0'))
     if workers > 1:
         # Each worker gets its share of the cores, and so do the tools and

