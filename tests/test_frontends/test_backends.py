@@ -50,3 +50,8 @@ def test_defaults_follow_the_backends_declarations():
         assert not get_backend(name).asymmetric_activations
         assert default_qconfig(name)['a_qscheme'] == \
             get_backend(name).w8a8['a_qscheme']
+    # with asymmetric activations, OpenVINO's depthwise convs read
+    # symmetric ones (OpenVINOQuantizer.symmetric_depthwise_inputs)
+    assert default_quantizer('openvino')['symmetric_depthwise_inputs']
+    for name in ('onnxruntime', 'tensorrt', 'ncnn'):
+        assert 'symmetric_depthwise_inputs' not in default_quantizer(name)
