@@ -37,7 +37,7 @@ model = dict(
     quantizer=dict(
         type='mmrazor_quant.OpenVINOQuantizer',
         global_qconfig=global_qconfig,
-        symmetric_depthwise_inputs=True),
+        depthwise_symmetric_tolerance=0.25),
     # the test loop runs 'predict' (the same outputs as 'tensor')
     forward_modes=('tensor', 'predict'),
     deploy_cfg=dict(backend_config=dict(type='openvino')))
