@@ -22,8 +22,19 @@ figure that a loaded machine inflates least).
 
 For each it reports word accuracy on the rendered words (rapidocr's CTC
 decoder), the detector's probability-map SQNR against fp32 and box IoU,
-the time to quantize both models, and the latency (median of one-sample
-calls) of the recogniser in onnxruntime and OpenVINO.
+the time to quantize both models, and the latency of the recogniser in
+onnxruntime and OpenVINO: every contender's file compiled once (the same
+``--threads`` for all), then one-sample calls round-robin in a fresh
+random order each round (``--latency-runs`` rounds), the median and 10th
+percentile of wall and process CPU time per call, with the load average
+(:func:`interleaved_latency`). ``--latency-files NAME=FILE ...`` times
+files already written, the same way, and nothing else::
+
+    PYTHONPATH=$PWD .venv-peers/bin/python benchmarks/onnx_models.py \\
+        --runtimes openvino --latency-runs 1000 --latency-files \\
+        nncf=work_dirs/onnx_models/nncf_default_rec.onnx \\
+        ours=work_dirs/onnx_models/ours_openvino_rec.onnx \\
+        nncf_again=work_dirs/onnx_models/nncf_default_rec.onnx
 
 NNCF lives in ``.venv-peers`` (``make peers-env``); run the whole table
 there, which sees the main venv's packages::
@@ -37,7 +48,6 @@ import argparse
 import json
 import os
 import os.path as osp
-import statistics
 import sys
 import time
 from typing import Callable, Dict, List, Optional
@@ -183,16 +193,82 @@ def openvino_runner(path: str, threads: int):
 RUNTIMES = dict(onnxruntime=ort_runner, openvino=openvino_runner)
 
 
-def latency_ms(runner, sample: np.ndarray, runs: int) -> float:
-    """Median wall time of ``runs`` calls on one sample, after 3 warm-ups."""
-    for _ in range(3):
-        runner(sample)
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        runner(sample)
-        times.append(time.perf_counter() - start)
-    return 1e3 * statistics.median(times)
+def latency_stats(times: List[float], cpu: List[float]) -> dict:
+    """Median and 10th percentile (ms) of wall and process CPU times."""
+    def pct(values, q):
+        return 1e3 * float(np.percentile(values, q))
+    return dict(wall_ms=pct(times, 50), wall_p10_ms=pct(times, 10),
+                cpu_ms=pct(cpu, 50), cpu_p10_ms=pct(cpu, 10))
+
+
+def interleaved_latency(runners: Dict[str, ocr.Runner], sample: np.ndarray,
+                        rounds: int, warmup: int = 3) -> Dict[str, dict]:
+    """Latency of one-sample calls, every contender timed in every round.
+
+    The runners are built (compiled) before, once each; each round calls
+    every one of them once, in a fresh seeded random order, so that load
+    from other processes hits them alike (timing them one after the other
+    lets a burst of load land on one). Wall time and process CPU time
+    (``time.process_time``: all threads of the process, which the load
+    inflates less) per call; :func:`latency_stats` of each.
+    """
+    names = list(runners)
+    times = {n: [] for n in names}
+    cpu = {n: [] for n in names}
+    for _ in range(warmup):
+        for name in names:
+            runners[name](sample)
+    rng = np.random.default_rng(0)
+    for _ in range(rounds):
+        for index in rng.permutation(len(names)):
+            name = names[index]
+            start, start_cpu = time.perf_counter(), time.process_time()
+            runners[name](sample)
+            times[name].append(time.perf_counter() - start)
+            cpu[name].append(time.process_time() - start_cpu)
+    return {n: latency_stats(times[n], cpu[n]) for n in names}
+
+
+def latency_rows(files: Dict[str, str], sample: np.ndarray, args
+                 ) -> Dict[str, Dict[str, dict]]:
+    """``{runtime: {contender: stats}}``: the recognisers in ``files``
+    timed interleaved (:func:`interleaved_latency`) in each runtime, all
+    compiled with the same ``--threads``; the load average before and
+    after each runtime's rounds under ``'load'``."""
+    result = {}
+    for runtime in args.runtimes:
+        make = RUNTIMES[runtime]
+        runners = {}
+        for name, path in files.items():
+            try:
+                runners[name] = make(path, args.threads)
+                runners[name](sample)  # compiles OpenVINO's static shape
+            except Exception:  # noqa: BLE001 - its row notes the error
+                runners.pop(name, None)
+        load = os.getloadavg()[0]
+        stats = interleaved_latency(runners, sample, args.latency_runs)
+        stats['load'] = dict(before=load, after=os.getloadavg()[0])
+        result[runtime] = stats
+    return result
+
+
+def format_latency(result: Dict[str, Dict[str, dict]]) -> str:
+    """One table per runtime: median and 10th percentile, wall and CPU."""
+    lines = []
+    for runtime, stats in result.items():
+        load = stats['load']
+        lines += [
+            f'recogniser latency in {runtime}, ms (interleaved; load average '
+            f'{load["before"]:.1f} before, {load["after"]:.1f} after)',
+            '| contender | wall median | wall p10 | CPU median | CPU p10 |',
+            '|---|---|---|---|---|'
+        ]
+        for name, s in stats.items():
+            if name != 'load':
+                lines.append(f'| {name} | {s["wall_ms"]:.2f} | '
+                             f'{s["wall_p10_ms"]:.2f} | {s["cpu_ms"]:.2f} | '
+                             f'{s["cpu_p10_ms"]:.2f} |')
+    return '\n'.join(lines)
 
 
 # data ------------------------------------------------------------------------
@@ -228,16 +304,14 @@ def quantize_both(name: str, quantizer: Optional[Quantizer], paths: dict,
 
 
 def run_in(runtime: str, files: dict, data: dict, decoder, args) -> dict:
-    """Word accuracy, detector maps and latency of ``files`` in one
-    runtime."""
+    """Word accuracy and detector maps of ``files`` in one runtime."""
     make = RUNTIMES[runtime]
     rec = make(files['rec'], args.threads)
     logits = ocr.run_batched(rec, data['rec_eval'], args.batch)
     det = make(files['det'], args.threads)
     return dict(
         word_acc=ocr.word_accuracy(decoder(logits), data['words']),
-        det_maps=ocr.run_batched(det, data['det_eval'], 1),
-        latency_ms=latency_ms(rec, data['rec_eval'][:1], args.latency_runs))
+        det_maps=ocr.run_batched(det, data['det_eval'], 1))
 
 
 def evaluate(name: str, quantizer: Optional[Quantizer], paths: dict,
@@ -246,7 +320,7 @@ def evaluate(name: str, quantizer: Optional[Quantizer], paths: dict,
     the row (``<runtime>_error``), not raised."""
     row = dict(name=name)
     quantized = quantize_both(name, quantizer, paths, data, args.work_dir)
-    row.update(quantized, files=None)
+    row.update(quantized, files=None, rec_file=quantized['files']['rec'])
     decoder = ocr.CtcDecoder(paths['rec'])
     for runtime in args.runtimes:
         try:
@@ -292,7 +366,7 @@ def format_table(rows: List[dict], runtimes: List[str]) -> str:
                  f'det box IoU ({runtime})']
     head += ['quantize s (both models)', 'quantize CPU s'] + [
         f'rec latency ms ({r})' for r in runtimes
-    ]
+    ]  # the median wall time of the interleaved rounds
     lines = ['| ' + ' | '.join(head) + ' |', '|' + '---|' * len(head)]
     for row in rows:
         if 'error' in row:
@@ -326,7 +400,12 @@ def parse_args(argv=None):
                         help='calibration pages')
     parser.add_argument('--batch', type=int, default=1)
     parser.add_argument('--threads', type=int, default=2)
-    parser.add_argument('--latency-runs', type=int, default=50)
+    parser.add_argument('--latency-runs', type=int, default=300,
+                        help='interleaved rounds of one-sample calls')
+    parser.add_argument(
+        '--latency-files', nargs='+', metavar='NAME=FILE',
+        help='only time these recogniser files, interleaved (no '
+        'quantizing, no accuracy); a file named twice is the A/A control')
     parser.add_argument('--work-dir', default='work_dirs/onnx_models')
     parser.add_argument('--json', help='also write the rows here')
     args = parser.parse_args(argv)
@@ -337,11 +416,33 @@ def parse_args(argv=None):
     return args
 
 
+def _named_files(pairs: List[str]) -> Dict[str, str]:
+    files = {}
+    for pair in pairs:
+        name, sep, path = pair.partition('=')
+        if not sep or not osp.isfile(path):
+            raise SystemExit(f'--latency-files: {pair!r} is not NAME=FILE '
+                             'of an existing file')
+        files[name] = path
+    return files
+
+
+def latency_sample() -> np.ndarray:
+    """The one word every latency call reads (the first evaluation
+    word)."""
+    words, _ = ocr.render_words(1, seed=1)
+    return ocr.rec_inputs(words)[:1]
+
+
 def main(argv=None) -> None:
     args = parse_args(argv)
     reason = ocr.missing_reason()
     if reason:
         raise SystemExit(f'onnx_models: {reason}')
+    if args.latency_files:
+        print(format_latency(latency_rows(
+            _named_files(args.latency_files), latency_sample(), args)))
+        return
     os.makedirs(args.work_dir, exist_ok=True)
     paths = {
         model: ocr.prepared_model(
@@ -349,7 +450,7 @@ def main(argv=None) -> None:
         for model, path in ocr.model_paths().items()
     }
     data = build_data(args)
-    rows, fp32 = [], None
+    rows, fp32, rec_files = [], None, {}
     for name, quantizer in contenders(args.contenders).items():
         try:
             row = evaluate(name, quantizer, paths, data, fp32, args)
@@ -357,9 +458,18 @@ def main(argv=None) -> None:
             row = dict(name=name, error=f'not run: {e}')
         if name == 'fp32':
             fp32 = row
+        if 'error' not in row:
+            rec_files[name] = row.pop('rec_file')
         rows.append(row)
         print(format_table([row], args.runtimes).splitlines()[-1], flush=True)
+    latency = latency_rows(rec_files, data['rec_eval'][:1], args)
+    for row in rows:
+        for runtime, stats in latency.items():
+            if row['name'] in stats:
+                row[f'latency_{runtime}'] = stats[row['name']]
+                row[f'latency_ms_{runtime}'] = stats[row['name']]['wall_ms']
     print(format_table(rows, args.runtimes))
+    print(format_latency(latency))
     if args.json:
         plain = [{k: v for k, v in r.items() if not k.startswith('det_maps')}
                  for r in rows]

@@ -65,6 +65,10 @@ class BaseBackend:
             defaults for models trained elsewhere then use asymmetric
             activations (inputs after a scalar affine are rarely centred
             on zero). Defaults to False.
+        asymmetric_quantizer_options (Mapping): Quantizer arguments those
+            defaults add with the asymmetric activations (OpenVINO: the
+            inputs of depthwise convs stay symmetric, which its kernels
+            run faster). Defaults to none.
     """
     name: ClassVar[Optional[str]] = None
     quantizer: ClassVar[Optional[str]] = None
@@ -74,6 +78,7 @@ class BaseBackend:
     w8a8: ClassVar[Optional[Mapping]] = None
     placement_of: ClassVar[Optional[str]] = None
     asymmetric_activations: ClassVar[bool] = False
+    asymmetric_quantizer_options: ClassVar[Mapping] = {}
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)

@@ -88,10 +88,15 @@ def default_qconfig(backend: str, a_observer: Optional[dict] = None) -> dict:
 
 
 def default_quantizer(backend: str, **kwargs) -> dict:
-    """The quantizer config of ``backend`` with :func:`default_qconfig`;
-    ``kwargs`` go to the quantizer (``qconfig_mapping``, ``tracer``)."""
+    """The quantizer config of ``backend`` with :func:`default_qconfig`
+    and, with asymmetric activations, the target's
+    ``asymmetric_quantizer_options``; ``kwargs`` go to the quantizer
+    (``qconfig_mapping``, ``tracer``)."""
     spec = _quantizer_backend(backend)
     cfg = dict(type=f'mmrazor_quant.{spec.quantizer}')
+    target = get_backend(backend, '--backend')
+    if target.asymmetric_activations:
+        cfg.update(target.asymmetric_quantizer_options)
     if 'qconfig_mapping' in kwargs:
         mapping = dict(kwargs.pop('qconfig_mapping'))
         mapping.setdefault('_global_', default_qconfig(backend))

@@ -50,3 +50,10 @@ def test_defaults_follow_the_backends_declarations():
         assert not get_backend(name).asymmetric_activations
         assert default_qconfig(name)['a_qscheme'] == \
             get_backend(name).w8a8['a_qscheme']
+    # with asymmetric activations, OpenVINO's depthwise convs read
+    # symmetric ones (OpenVINOQuantizer.depthwise_symmetric_tolerance)
+    assert default_quantizer('openvino')['depthwise_symmetric_tolerance'] \
+        == 0.25
+    for name in ('onnxruntime', 'tensorrt', 'ncnn'):
+        assert 'depthwise_symmetric_tolerance' not in \
+            default_quantizer(name)

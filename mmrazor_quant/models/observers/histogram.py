@@ -24,7 +24,16 @@ class HistogramObserver(BaseHistogramObserver):
     * ``method='mse'``: for ``alpha_k = k / K`` (``K = num_candidates``) the
       range ``[alpha_k * min_val, alpha_k * max_val]`` minimising the
       expected squared error ``sum_j n_j (c_j - fq_k(c_j))^2`` over the bin
-      centres ``c_j`` with counts ``n_j``.
+      centres ``c_j`` with counts ``n_j``. With ``symmetric_tolerance=t``
+      and an asymmetric qscheme on data with both signs, the best range of
+      the two grids without a zero-point to compensate is taken instead
+      when its error is at most ``1 + t`` times the asymmetric one's: the
+      signed grid (``[-128 s, 127 s]``, zero-point 128, written as int8
+      with zero-point 0) or the unsigned one from 0 (``[0, 255 s]``,
+      zero-point 0, negatives clipped). A kernel with an input
+      zero-point compensates it on every call (OpenVINO's u8 depthwise
+      convs, see :class:`~mmrazor_quant.models.quantizers.
+      OpenVINOQuantizer`).
 
     Args:
         qscheme (QSchema, optional): The scheme. Defaults to ``QSchema()``.
@@ -37,10 +46,13 @@ class HistogramObserver(BaseHistogramObserver):
             Defaults to 100.
         max_binned (int, optional): Most values of one batch binned; see
             :class:`BaseHistogramObserver`. Defaults to None (all).
+        symmetric_tolerance (float, optional): For ``'mse'``: the relative
+            error a grid without a zero-point may add (see above).
+            Defaults to None (the asymmetric range as searched).
 
     Raises:
-        ValueError: If ``method``, ``percentile``, ``num_candidates`` or
-            ``bins`` is out of range.
+        ValueError: If ``method``, ``percentile``, ``num_candidates``,
+            ``bins`` or ``symmetric_tolerance`` is out of range.
     """
 
     def __init__(self,
@@ -49,9 +61,16 @@ class HistogramObserver(BaseHistogramObserver):
                  method: str = 'percentile',
                  percentile: float = 99.99,
                  num_candidates: int = 100,
-                 max_binned: Optional[int] = None) -> None:
+                 max_binned: Optional[int] = None,
+                 symmetric_tolerance: Optional[float] = None) -> None:
         super().__init__(qscheme, bins, max_binned)
         name = type(self).__name__
+        if symmetric_tolerance is not None and not (
+                method == 'mse' and symmetric_tolerance >= 0):
+            raise ValueError(f'{name}: symmetric_tolerance must be a '
+                             "non-negative float with method='mse', got "
+                             f'{symmetric_tolerance!r} ({method!r})')
+        self.symmetric_tolerance = symmetric_tolerance
         if method not in _METHODS:
             raise ValueError(f'{name}: method must be one of {_METHODS}, '
                              f'got {method!r}')
@@ -88,11 +107,45 @@ class HistogramObserver(BaseHistogramObserver):
         edges = self.bin_edges().float()
         centres = ((edges[:-1] + edges[1:]) / 2)[None]
         alphas = clip_ratio_candidates(self.num_candidates, edges.device)
-        errors = lp_clip_errors(centres, self.min_val[None],
-                                self.max_val[None], alphas, self.qscheme,
-                                2.0, self.histogram.float()[None])
-        best = alphas[errors[:, 0].argmin()]
-        return best * self.min_val, best * self.max_val
+        weights = self.histogram.float()[None]
+
+        def best(lo: Tensor, hi: Tensor, qscheme: QSchema):
+            errors = lp_clip_errors(centres, lo[None], hi[None], alphas,
+                                    qscheme, 2.0, weights)[:, 0]
+            k = errors.argmin()
+            return float(errors[k]), alphas[k] * lo, alphas[k] * hi
+
+        error, lo, hi = best(self.min_val, self.max_val, self.qscheme)
+        if self.symmetric_tolerance is None or self.qscheme.is_symmetry \
+                or not self.min_val < 0 < self.max_val:
+            return lo, hi
+        bound = (1 + self.symmetric_tolerance) * error
+        signed, s_lo, s_hi = best(self.min_val, self.max_val,
+                                  self.qscheme.replace(is_symmetry=True))
+        unsigned, u_lo, u_hi = best(torch.zeros_like(self.min_val),
+                                    self.max_val, self.qscheme)
+        #: the histogram MSE of the three grids, for analysis
+        self.grid_errors = dict(asymmetric=error, signed=signed,
+                                unsigned=unsigned)
+        if min(signed, unsigned) > bound:
+            return lo, hi
+        if unsigned <= signed:
+            return u_lo, u_hi
+        qmin, qmax = self.qscheme.quant_range
+        step = torch.maximum(-s_lo, s_hi) / ((qmax - qmin) / 2)
+        centre = (qmin + qmax + 1) // 2
+        self._signed_grid = ((qmin - centre) * step, (qmax - centre) * step)
+        return self._signed_grid
+
+    def clip_range(self) -> Tuple[Tensor, Tensor]:
+        """:meth:`BaseHistogramObserver.clip_range`, or the whole signed
+        grid where ``symmetric_tolerance`` chose it (its ends lie outside
+        the data on the side it does not reach)."""
+        self._signed_grid = None
+        lo, hi = super().clip_range()
+        if self._signed_grid is not None:
+            return self._signed_grid
+        return lo, hi
 
     def extra_repr(self) -> str:
         extra = (f'percentile={self.percentile}' if self.method == 'percentile'
@@ -131,12 +184,16 @@ class HistogramMSEObserver(HistogramObserver):
         num_candidates (int): Number of clipping ratios. Defaults to 100.
         max_binned (int, optional): Most values of one batch binned; see
             :class:`BaseHistogramObserver`. Defaults to None (all).
+        symmetric_tolerance (float, optional): See
+            :class:`HistogramObserver`. Defaults to None.
     """
 
     def __init__(self,
                  qscheme: Optional[QSchema] = None,
                  bins: int = 2048,
                  num_candidates: int = 100,
-                 max_binned: Optional[int] = None) -> None:
+                 max_binned: Optional[int] = None,
+                 symmetric_tolerance: Optional[float] = None) -> None:
         super().__init__(qscheme, bins, 'mse', num_candidates=num_candidates,
-                         max_binned=max_binned)
+                         max_binned=max_binned,
+                         symmetric_tolerance=symmetric_tolerance)

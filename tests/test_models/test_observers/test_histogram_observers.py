@@ -320,3 +320,51 @@ def test_memory_offsets_read_the_row_major_positions(layout):
     flat = flat_in_memory_order(x)
     assert torch.equal(flat[_memory_offsets(index, x, flat)],
                        x.reshape(-1)[index])
+
+
+def _mse_qparams(x, qscheme, tolerance=None):
+    from mmrazor_quant.models.observers import HistogramMSEObserver
+    observer = HistogramMSEObserver(qscheme, symmetric_tolerance=tolerance)
+    observer(x)
+    scale, zero_point = observer.calculate_qparams()
+    return float(scale), int(zero_point), observer
+
+
+def test_symmetric_tolerance_picks_a_grid_without_zero_point():
+    """Centred data: the signed grid is as good, so it is taken (zero-point
+    128, the symmetric scheme's own range); data with a thin negative tail:
+    the unsigned grid from 0 within a tolerance of 1, the asymmetric one
+    with tolerance 0; Hardswish outputs (from -0.375): the asymmetric grid,
+    both others cost 3x its error or more."""
+    from mmrazor_quant.structures.quantization import QSchema
+    asym = QSchema(qdtype='quint8', bit=8, is_symmetry=False)
+    sym = asym.replace(is_symmetry=True)
+    g = torch.Generator().manual_seed(0)
+    centred = torch.randn(100000, generator=g) + 0.05
+    scale, zp, obs = _mse_qparams(centred, asym, 0.05)
+    assert zp == 128
+    assert obs.grid_errors['signed'] <= 1.05 * obs.grid_errors['asymmetric']
+    assert scale == pytest.approx(_mse_qparams(centred, sym)[0], rel=1e-6)
+    assert _mse_qparams(centred, asym)[1] != 128
+    tail = torch.randn(100000, generator=g) * 0.05 + \
+        torch.rand(100000, generator=g) * 5
+    scale, zp, obs = _mse_qparams(tail, asym, 1.0)
+    errors = obs.grid_errors
+    assert zp == 0 and errors['unsigned'] <= 2 * errors['asymmetric']
+    assert errors['unsigned'] < errors['signed']
+    assert _mse_qparams(tail, asym, 0.0)[:2] == _mse_qparams(tail, asym)[:2]
+    hswish = torch.nn.functional.hardswish(
+        torch.randn(100000, generator=g) * 3)
+    scale, zp, obs = _mse_qparams(hswish, asym, 1.0)
+    assert (scale, zp) == _mse_qparams(hswish, asym)[:2] and zp > 0
+    assert min(obs.grid_errors['signed'], obs.grid_errors['unsigned']) > \
+        3 * obs.grid_errors['asymmetric']
+
+
+@pytest.mark.parametrize('kwargs', [
+    dict(method='mse', symmetric_tolerance=-0.1),
+    dict(method='percentile', symmetric_tolerance=0.1)])
+def test_symmetric_tolerance_is_checked(kwargs):
+    from mmrazor_quant.models.observers import HistogramObserver
+    with pytest.raises(ValueError, match='symmetric_tolerance'):
+        HistogramObserver(**kwargs)
