@@ -63,41 +63,10 @@ class OpenVINOQuantizer(BaseQuantizer):
     unsigned one from 0 when that grid's histogram MSE is at most
     ``1 + t`` times the asymmetric grid's. The plugin runs a conv whose
     input has a zero-point as a u8 kernel with a source zero-point
-    (oneDNN's ``attr-zero-points:src0``), compensated on every call, and
-    that costs a depthwise conv the most: on PP-OCRv4's recogniser, copies
-    of the file with the zero-points of the 14 depthwise convs' inputs set
-    to 0 run the depthwise kernels in 1.56-1.59 ms against 2.62 ms
-    (OpenVINO's per-node counters, minimum of 200 calls, one thread,
-    loaded host; NNCF's i8 kernels 2.19 ms). The other inputs (pointwise
-    convs, adds, multiplies, matmuls) keep the asymmetric grid.
-
-    ``model_type='transformer'`` follows NNCF's ``ModelType.TRANSFORMER``:
-    residual adds, multiplies and average pooling stay float, and so does
-    ``attn @ V`` (NNCF's multi-head-attention-output pattern), which keeps
-    the residual stream and the attention probabilities out of int8.
-
-    One fake quant per tensor is shared by all consumers that quantize it.
-    Schemes it executes: weights signed symmetric (per-channel in practice),
-    activations symmetric or asymmetric, at most 8 bit; rounding half to
-    even.
-
-    With asymmetric activations and ``symmetric_depthwise_inputs``, the
-    input of a depthwise conv still gets the symmetric grid: signed data on the
-    signed grid (written as int8, zero-point 0), non-negative data on
-    ``[0, max]`` (zero-point 0). The plugin runs a conv whose input has a
-    zero-point as a u8 kernel with a source zero-point (oneDNN's
-    ``attr-zero-points:src0``), which every call compensates, at the
-    padded borders too, and a depthwise conv has too few weights per
-    output for that to vanish. On PP-OCRv4's recogniser (14 depthwise
-    convs reading Hardswish outputs, 2,000 words, OpenVINO, two threads)
-    it is most of the latency that asymmetric grids add (process CPU time
-    per call, interleaved, loaded host: 9.49 ms with every input
-    asymmetric, 8.78 ms with the depthwise inputs' zero-points at 0, 9.20
-    ms with the pointwise ones', NNCF's symmetric model 8.68-8.79 ms),
-    while the words stay (99.80 % in onnxruntime and 99.90 % in OpenVINO
-    with the rule, 99.70 / 99.75 % without, fp32 99.80 %). The other
-    inputs (pointwise convs, adds, multiplies, matmuls) keep the
-    asymmetric grid.
+    (oneDNN's ``attr-zero-points:src0``), compensated on every call, which
+    costs a depthwise conv the most (docs/onnx_models.md, "Latency in
+    OpenVINO"). The other inputs (pointwise convs, adds, multiplies,
+    matmuls) keep the asymmetric grid.
 
     Args:
         model_type (str): ``'cnn'`` or ``'transformer'`` (NNCF's
