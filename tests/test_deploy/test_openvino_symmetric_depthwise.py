@@ -1,9 +1,10 @@
-"""OpenVINOQuantizer's ``symmetric_depthwise_inputs``: with asymmetric
-activations, a depthwise conv's input still gets the symmetric grid, so the
-CPU plugin runs that conv as an i8 (or zero-point-0 u8) kernel instead of a
-u8 kernel with a source zero-point, which costs a depthwise conv the most
-(PP-OCRv4's recogniser, docs/onnx_models.md); every other input keeps its
-asymmetric grid.
+"""OpenVINOQuantizer's ``depthwise_symmetric_tolerance``: with asymmetric
+activations, a depthwise conv's input takes a grid without a zero-point
+where its histogram MSE stays within the tolerance, so the CPU plugin runs
+that conv as an i8 (or zero-point-0 u8) kernel instead of a u8 kernel with
+a source zero-point, which costs a depthwise conv the most (PP-OCRv4's
+recogniser, docs/onnx_models.md); every other input keeps its asymmetric
+grid.
 
 The net, PP-LCNet's block in small: a stem conv and Hardswish (an output
 that is not centred: at least -0.375), a padded 3x3 depthwise conv and
