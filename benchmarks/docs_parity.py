@@ -251,12 +251,12 @@ ROWS += _demo_rows('docs/detection.md', 'yolo-demo', (
     ('RTMDet-tiny', 'PTQ tensorrt', 29.8, 21.6),
     ('RTMDet-tiny', 'LSQ openvino', 33.2, 30.6)))
 ROWS += _demo_rows('docs/pose.md', 'pose-demo', (
-    ('RTMPose-t', 'PTQ openvino', 39.6, 38.7),
-    ('RTMPose-t', 'PTQ tensorrt', 38.1, 31.5),
-    ('RTMPose-t', 'LSQ openvino', 40.3, 39.9),
-    ('SimpleBaseline-R18', 'PTQ openvino', 59.6, 46.7),
-    ('SimpleBaseline-R18', 'PTQ tensorrt', 59.1, 50.5),
-    ('SimpleBaseline-R18', 'LSQ openvino', 52.6, 36.3)))
+    ('RTMPose-t', 'PTQ openvino', 40.2, 38.0),
+    ('RTMPose-t', 'PTQ tensorrt', 37.4, 31.5),
+    ('RTMPose-t', 'LSQ openvino', 40.8, 37.9),
+    ('SimpleBaseline-R18', 'PTQ openvino', 61.1, 47.3),
+    ('SimpleBaseline-R18', 'PTQ tensorrt', 58.1, 51.2),
+    ('SimpleBaseline-R18', 'LSQ openvino', 59.6, 29.5)))
 ROWS += _demo_rows('docs/segmentation.md', 'seg-demo', (
     ('Fast-SCNN', 'PTQ openvino', 37.7, 33.4),
     ('Fast-SCNN', 'PTQ tensorrt', 44.2, 34.1),
