@@ -39,8 +39,9 @@ DEFAULT_MAX_BINNED = 2**18
 #: an average over every position of every sample, so 16 samples estimate
 #: it closely: on PP-OCRv4 the recogniser reads 99.75 % of 2,000 words in
 #: both runtimes (fp32 99.80 %, NNCF's best 99.35 %) and the detector map
-#: keeps 20.4-20.5 dB from fp32 (NNCF's best 20.3-20.4; all samples 21.0),
-#: for a quarter (64 words) and a half (32 pages) of the quantized pass.
+#: keeps 20.4-20.5 dB from fp32 (all samples 20.4-20.6, NNCF's best
+#: 20.3-20.4), for a quarter (64 words) and a half (32 pages) of the
+#: quantized pass.
 #: In batches of 8: 32 detector pages of 640x640 in one batch run 1.4x
 #: slower on a 2-core CPU, 64 recogniser words 2.8x.
 DEFAULT_PTQ_PASSES = (dict(type='correct_bias', single_pass=True,
