@@ -33,19 +33,17 @@ __all__ = [
 DEFAULT_MAX_BINNED = 2**18
 
 #: The PTQ passes of the front door when none are given: every layer's
-#: bias corrected in graph order, in one pass (``single_pass``) of a
-#: seeded draw of 16 calibration samples against the float means that
-#: calibration recorded for the same samples. A channel's mean shift is
-#: an average over every position of every sample, so 16 samples estimate
-#: it closely: on PP-OCRv4 the recogniser reads 99.75 % of 2,000 words in
-#: both runtimes (fp32 99.80 %, NNCF's best 99.35 %) and the detector map
-#: keeps 20.4-20.5 dB from fp32 (all samples 20.4-20.6, NNCF's best
-#: 20.3-20.4), for a quarter (64 words) and a half (32 pages) of the
-#: quantized pass.
-#: In batches of 8: 32 detector pages of 640x640 in one batch run 1.4x
-#: slower on a 2-core CPU, 64 recogniser words 2.8x.
+#: bias corrected in graph order, in one pass (``single_pass``) of all
+#: calibration samples against the float means that calibration recorded
+#: for them, in batches of 8 (32 detector pages of 640x640 in one batch
+#: run 1.4x slower on a 2-core CPU, 64 recogniser words 2.8x). A seeded
+#: draw of 16 samples (``num_samples=16``) costs a quarter (recogniser, 64
+#: words) and a half (detector, 32 pages) of the quantized pass and reads
+#: as many words (99.75 % of 2,000 in both runtimes), but leaves the
+#: detector quantized for OpenVINO at 20.2 dB from fp32 in onnxruntime,
+#: below NNCF's best 20.4 (docs/onnx_models.md).
 DEFAULT_PTQ_PASSES = (dict(type='correct_bias', single_pass=True,
-                           num_samples=16, batch_size=8), )
+                           batch_size=8), )
 
 
 def _quantizer_backend(backend: str):
