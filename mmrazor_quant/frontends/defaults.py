@@ -39,9 +39,9 @@ DEFAULT_MAX_BINNED = 2**18
 #: run 1.4x slower on a 2-core CPU, 64 recogniser words 2.8x). A seeded
 #: draw of 16 samples (``num_samples=16``) costs a quarter (recogniser, 64
 #: words) and a half (detector, 32 pages) of the quantized pass and reads
-#: as many words (99.75 % of 2,000 in both runtimes), but leaves the
-#: detector quantized for OpenVINO at 20.2 dB from fp32 in onnxruntime,
-#: below NNCF's best 20.4 (docs/onnx_models.md).
+#: as many words (99.70-99.80 % of 2,000 in both runtimes), but leaves the
+#: detector map at 20.2-20.3 dB from fp32 in onnxruntime, below NNCF's
+#: best 20.4 (docs/onnx_models.md).
 DEFAULT_PTQ_PASSES = (dict(type='correct_bias', single_pass=True,
                            batch_size=8), )
 
