@@ -33,17 +33,15 @@ __all__ = [
 DEFAULT_MAX_BINNED = 2**18
 
 #: The PTQ passes of the front door when none are given: every layer's
-#: bias corrected in graph order from one pass over the calibration set,
-#: in batches of 8 (32 detector pages of 640x640 in one batch run 1.4x
-#: slower on a 2-core CPU, 64 recogniser words 2.8x). ``num_samples=16``
-#: halves to quarters the quantized pass on PP-OCRv4 (99.75 % of 2,000
-#: words, detector map 20.4-20.5 dB from fp32 instead of 21.0) but is not
-#: the default: with it, the onnxruntime target's recogniser read by
-#: OpenVINO on one thread agrees with the simulation at 19.1 dB where
-#: float64 agrees at 41 dB; a reproduction shows one CTC peak moved by
-#: one frame, the same words (docs/onnx_models.md). The real-model test
-#: now judges the recogniser by CTC frame, which tells that apart from a
-#: wrong export; the subset is not yet validated as the default.
+#: bias corrected in graph order, in one pass (``single_pass``) of all
+#: calibration samples against the float means that calibration recorded
+#: for them, in batches of 8 (32 detector pages of 640x640 in one batch
+#: run 1.4x slower on a 2-core CPU, 64 recogniser words 2.8x). A seeded
+#: draw of 16 samples (``num_samples=16``) costs a quarter (recogniser, 64
+#: words) and a half (detector, 32 pages) of the quantized pass and reads
+#: as many words (99.70-99.80 % of 2,000 in both runtimes), but leaves the
+#: detector map at 20.2-20.3 dB from fp32 in onnxruntime, below NNCF's
+#: best 20.4 (docs/onnx_models.md).
 DEFAULT_PTQ_PASSES = (dict(type='correct_bias', single_pass=True,
                            batch_size=8), )
 
