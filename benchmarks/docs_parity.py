@@ -258,12 +258,12 @@ ROWS += _demo_rows('docs/pose.md', 'pose-demo', (
     ('SimpleBaseline-R18', 'PTQ tensorrt', 58.1, 51.2),
     ('SimpleBaseline-R18', 'LSQ openvino', 59.6, 29.5)))
 ROWS += _demo_rows('docs/segmentation.md', 'seg-demo', (
-    ('Fast-SCNN', 'PTQ openvino', 37.7, 33.4),
-    ('Fast-SCNN', 'PTQ tensorrt', 44.2, 34.1),
-    ('Fast-SCNN', 'LSQ openvino', 40.2, 24.9),
-    ('SegFormer-B0', 'PTQ openvino', 46.0, 41.4),
-    ('SegFormer-B0', 'PTQ tensorrt', 49.9, 45.4),
-    ('SegFormer-B0', 'LSQ openvino', 40.0, 30.3)))
+    ('Fast-SCNN', 'PTQ openvino', 40.2, 35.9),
+    ('Fast-SCNN', 'PTQ tensorrt', 41.6, 36.3),
+    ('Fast-SCNN', 'LSQ openvino', 46.1, 22.9),
+    ('SegFormer-B0', 'PTQ openvino', 27.8, 41.4),
+    ('SegFormer-B0', 'PTQ tensorrt', 52.6, 27.4),
+    ('SegFormer-B0', 'LSQ openvino', 22.5, 30.1)))
 
 REPORT = re.compile(r'parity with the simulation \(')
 SQNR = re.compile(r'output SQNR\s*: (inf|[-\d.]+) dB')
