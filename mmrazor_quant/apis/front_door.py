@@ -114,7 +114,9 @@ def quantize_model(model: nn.Module,
     """Quantize ``model`` for ``backend`` and calibrate it on ``calib``.
 
     Args:
-        model (nn.Module): From :func:`load_model`.
+        model (nn.Module): From :func:`load_model`, or a plain
+            ``nn.Module`` (wrapped by :func:`load_model`, as
+            ``nncf.quantize`` takes one).
         calib: Calibration data (see :func:`calibration_loader`).
         backend (str): A registered backend. Defaults to ``'openvino'``.
         float_nodes (Sequence[str]): Node names (ONNX) or module names
@@ -135,6 +137,8 @@ def quantize_model(model: nn.Module,
     Returns:
         MMArchitectureQuant: The calibrated quantized model.
     """
+    from mmengine.model import BaseModel
+
     from mmrazor_quant.engine.runner.calibration import calibrate
     from mmrazor_quant.frontends.defaults import (
         DEFAULT_PTQ_PASSES,
@@ -146,6 +150,8 @@ def quantize_model(model: nn.Module,
         recording_during_calibration,
         run_ptq_passes,
     )
+    if not isinstance(model, BaseModel):
+        model = load_model(model)
     mapping = None
     if float_nodes:
         mapping = dict(module_name=[(n, None) for n in

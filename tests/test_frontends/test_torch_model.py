@@ -75,3 +75,19 @@ def test_ptq_passes_run_through_the_front_door():
     ratio = (after / before).flatten(2).mean(-1).mean(0)
     assert ratio.shape == (8, ) and (ratio - 1).abs().max() > 1e-3
     assert not torch.equal(model.net.conv2.bias.detach(), bias)
+
+
+def test_a_plain_module_is_wrapped_as_load_model_wraps_it():
+    """``quantize_model(module, ...)`` as ``nncf.quantize`` takes one: the
+    same fake quants and qparams as through ``load_model``."""
+    ptq = dict(ptq_passes=[])
+    wrapped = quantize_model(load_model(_toy()), _data(16), 'openvino',
+                             **ptq)
+    plain = quantize_model(_toy(), _data(16), 'openvino', **ptq)
+    assert type(plain.architecture).__name__ == 'TorchModel'
+    expected = {k: v for k, v in wrapped.state_dict().items()
+                if 'scale' in k or 'zero_point' in k}
+    got = plain.state_dict()
+    assert len(expected) > 4
+    for key, value in expected.items():
+        torch.testing.assert_close(got[key], value, rtol=0, atol=0)
