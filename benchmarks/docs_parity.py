@@ -244,12 +244,12 @@ def _demo_rows(page: str, group: str, rows: Sequence[tuple]) -> List[Row]:
 
 
 ROWS += _demo_rows('docs/detection.md', 'yolo-demo', (
-    ('YOLOv5-n', 'PTQ openvino', 44.7, 42.7),
-    ('YOLOv5-n', 'PTQ tensorrt', 41.3, 30.1),
-    ('YOLOv5-n', 'LSQ openvino', 47.7, 45.3),
-    ('RTMDet-tiny', 'PTQ openvino', 32.7, 33.4),
-    ('RTMDet-tiny', 'PTQ tensorrt', 29.8, 21.6),
-    ('RTMDet-tiny', 'LSQ openvino', 33.2, 30.6)))
+    ('YOLOv5-n', 'PTQ openvino', 45.4, 44.3),
+    ('YOLOv5-n', 'PTQ tensorrt', 41.2, 33.0),
+    ('YOLOv5-n', 'LSQ openvino', 35.7, 40.8),
+    ('RTMDet-tiny', 'PTQ openvino', 39.1, 37.2),
+    ('RTMDet-tiny', 'PTQ tensorrt', 35.0, 27.8),
+    ('RTMDet-tiny', 'LSQ openvino', 38.7, 36.1)))
 ROWS += _demo_rows('docs/pose.md', 'pose-demo', (
     ('RTMPose-t', 'PTQ openvino', 40.2, 38.0),
     ('RTMPose-t', 'PTQ tensorrt', 37.4, 31.5),
