@@ -11,8 +11,8 @@ from mmrazor_quant.models.task_modules.tracer.layer_types import (
 )
 
 __all__ = [
-    'OpKind', 'classify_node', 'is_weighted_conv', 'is_weighted_linear',
-    'plain_layer_type'
+    'OpKind', 'classify_node', 'is_depthwise_conv', 'is_weighted_conv',
+    'is_weighted_linear', 'plain_layer_type'
 ]
 
 
@@ -97,6 +97,13 @@ _CAT_FUNCTIONS = {torch.cat, torch.concat}
 def is_weighted_conv(module: nn.Module) -> bool:
     """A float conv or a QAT conv (which subclasses the float one)."""
     return isinstance(module, nn.modules.conv._ConvNd)
+
+
+def is_depthwise_conv(module: Optional[nn.Module]) -> bool:
+    """A float or QAT conv with one group per input channel (more than
+    one)."""
+    return is_weighted_conv(module) and 1 < module.groups == \
+        module.in_channels
 
 
 def is_weighted_linear(module: nn.Module) -> bool:

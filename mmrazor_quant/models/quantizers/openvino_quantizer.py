@@ -7,7 +7,7 @@ from mmrazor_quant.registry import MODELS
 from mmrazor_quant.structures.quantization import QConfigHandler
 from .backend_spec import UP_TO_8_BITS, BackendSpec, TensorSpec
 from .base import BaseQuantizer
-from .op_kinds import OpKind, is_weighted_conv
+from .op_kinds import OpKind, is_depthwise_conv
 from .rules import InputSelector, QuantRules
 
 __all__ = ['OpenVINOQuantizer']
@@ -143,9 +143,3 @@ class OpenVINOQuantizer(BaseQuantizer):
                         symmetric_tolerance=self.depthwise_symmetric_tolerance)
         handler = QConfigHandler(dict(qconfig.cfg, a_observer=observer))
         return handler.build_activation_fake_quant(), f'{tag}.depthwise'
-
-
-def is_depthwise_conv(module: Optional[nn.Module]) -> bool:
-    """A conv with one group per input channel (more than one)."""
-    return is_weighted_conv(module) and 1 < module.groups == \
-        module.in_channels
